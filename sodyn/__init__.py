@@ -1,0 +1,54 @@
+"""sodyn: differentiable rigid-body dynamics in JAX by the spatial operator algebra.
+
+Every public function is a pure function of ``(model, q, ...)`` that works under
+``jax.jit``, ``jax.vmap`` (over states and over model parameters) and ``jax.grad``.
+"""
+
+from sodyn.algorithms.articulated import (
+    ArticulatedBodyInertias,
+    articulated_body_inertias,
+    forward_dynamics,
+    inverse_mass_matrix,
+    inverse_mass_matrix_times,
+    log_det_mass_matrix,
+)
+from sodyn.algorithms.inverse_dynamics import bias_forces, gravity_forces, inverse_dynamics
+from sodyn.algorithms.kinematics import (
+    Kinematics,
+    Poses,
+    body_accelerations,
+    body_velocities,
+    center_of_mass,
+    forward_kinematics,
+    frame_acceleration,
+    frame_jacobian,
+    frame_jacobian_dot_times_v,
+    frame_jacobians,
+    frame_pose,
+    frame_velocity,
+    kinetic_energy,
+    potential_energy,
+)
+from sodyn.algorithms.mass_matrix import composite_inertias, mass_matrix
+from sodyn.configuration import (
+    difference,
+    integrate,
+    neutral_configuration,
+    normalize_configuration,
+    random_configuration,
+)
+from sodyn.joints import JointSpec
+from sodyn.model import Model, ModelBuilder
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ArticulatedBodyInertias", "JointSpec", "Kinematics", "Model", "ModelBuilder", "Poses",
+    "articulated_body_inertias", "bias_forces", "body_accelerations", "body_velocities",
+    "center_of_mass", "composite_inertias", "difference", "forward_dynamics",
+    "forward_kinematics", "frame_acceleration", "frame_jacobian", "frame_jacobian_dot_times_v",
+    "frame_jacobians", "frame_pose", "frame_velocity", "gravity_forces", "integrate",
+    "inverse_dynamics", "inverse_mass_matrix", "inverse_mass_matrix_times", "kinetic_energy",
+    "log_det_mass_matrix", "mass_matrix", "neutral_configuration", "normalize_configuration",
+    "potential_energy", "random_configuration",
+]

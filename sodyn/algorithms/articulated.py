@@ -1,0 +1,267 @@
+"""Articulated-body inertias, O(N) forward dynamics, the SOA inverse of the mass matrix and
+``log det 𝓜``.
+
+Riccati recursion (Jain Alg. 6.1 / 7.1, tree form §9.4; one gather, tips to base):
+
+    P(k) = M(k) + Σ_{c ∈ children(k)} φ(k, c) P⁺(c) φ*(k, c)
+    D(k) = H(k) P(k) H*(k) + armature(k),   G(k) = P(k) H*(k) D⁻¹(k)
+    τ̄(k) = I − G(k) H(k),                   P⁺(k) = τ̄(k) P(k)
+    ψ(℘(k), k) = φ(℘(k), k) τ̄(k),           K(℘(k), k) = φ(℘(k), k) G(k)
+
+Innovations (Alg. 7.2, gather) and accelerations (scatter), the O(N) AB forward dynamics of
+Lemma 7.6 with gravity, external forces, damping and armature:
+
+    z(k) = P(k) a(k) + b(k) − f_ext(k) + Σ_c φ(k, c) z⁺(c)
+    ε(k) = T(k) − H(k) z(k),   ν(k) = D⁻¹(k) ε(k),   z⁺(k) = z(k) + G(k) ε(k)
+    α⁺(k) = φ*(℘(k), k) α(℘(k)),   θ̈(k) = ν(k) − G*(k) α⁺(k),   α(k) = α⁺(k) + H*(k) θ̈(k) + a(k)
+
+With ``a = b = 0`` and ``T = x`` these compute ``𝓜⁻¹ x = [I − HψK]* D⁻¹ [I − HψK] x``
+(Lemma 7.5), which gives :func:`inverse_mass_matrix_times` in O(N) and
+:func:`inverse_mass_matrix` column by column in O(N · nv), without forming or factoring 𝓜.
+``log det 𝓜 = Σ_k log det D(k)`` (Lemma 7.3).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from sodyn import spatial
+from sodyn.algorithms.common import (
+    Levels, check_f_ext, check_vector, gravity_acceleration, joint_motion, model_params, prepare,
+)
+from sodyn.algorithms.kinematics import velocities_and_accelerations_levels
+from sodyn.model import Model
+from sodyn.topology import dofs_from_levels, dofs_to_levels, from_levels, gather, scatter, to_levels
+
+
+class ArticulatedLevels(NamedTuple):
+    """Riccati quantities in level layout (internal; see :class:`ArticulatedBodyInertias`)."""
+
+    P: jax.Array                  # (L, W, 6, 6)
+    P_plus: jax.Array             # (L, W, 6, 6)
+    U: tuple[jax.Array, ...]      # per kernel (L, Wk, 6, nv_k) = P H*
+    D: tuple[jax.Array, ...]      # per kernel (L, Wk, nv_k, nv_k)
+    D_inv: tuple[jax.Array, ...]  # per kernel (L, Wk, nv_k, nv_k)
+
+
+class ArticulatedBodyInertias(NamedTuple):
+    """The articulated-body quantities of Jain Ch. 6–7, in body/dof order.
+
+    ``P``, ``P_plus`` and ``tau_bar`` are ``(n_bodies, 6, 6)`` about each body frame; ``psi``
+    is ``ψ(℘(k), k) = φ(℘(k), k) τ̄(k)`` about the parent's frame.  ``D`` is the
+    block-diagonal ``(nv, nv)`` matrix of the ``D(k)``.  ``G`` is ``(nv, 6)``: row ``j`` is the
+    column of ``G(k)`` for dof ``j`` of body ``k``; ``K`` likewise holds ``φ(℘(k), k) G(k)``.
+    """
+
+    P: jax.Array
+    P_plus: jax.Array
+    D: jax.Array
+    G: jax.Array
+    tau_bar: jax.Array
+    psi: jax.Array
+    K: jax.Array
+
+
+def _spd_inverse(d: jax.Array) -> jax.Array:
+    if d.shape[-1] == 1:
+        return 1.0 / d
+    return jnp.linalg.inv(0.5 * (d + spatial.transpose(d)))
+
+
+def articulated_levels(model: Model, levels: Levels) -> ArticulatedLevels:
+    """The Riccati recursion (Jain Alg. 7.1) as one gather."""
+    topo = model.topology
+    dtype = levels.rel_p.dtype
+    m = model_params(model, dtype)
+    arm_blocks = dofs_to_levels(topo, m.armature, 0.0)
+    hs = tuple(s.h if s.h is not None else jnp.zeros((topo.n_levels,), dtype) for s in levels.subspaces)
+
+    def step(from_children, x):
+        r, p, inertia, h_l, arm_l = x
+        big_p = inertia + from_children
+        p_plus, us, ds, dinvs = [], [], [], []
+        for s, h, arm in zip(levels.subspaces, h_l, arm_l):
+            sub = s.at_level(h)
+            pk = big_p[s.start:s.stop]
+            u = sub.right_times(pk)  # (Wk, 6, nv_k)
+            d = sub.transpose_times_cols(u)  # H P H*, (Wk, nv_k, nv_k)
+            d = d + arm[..., None] * jnp.eye(d.shape[-1], dtype=dtype)
+            dinv = _spd_inverse(d)
+            pp = pk - spatial.mm(spatial.mm(u, dinv), spatial.transpose(u))
+            p_plus.append(0.5 * (pp + spatial.transpose(pp)))
+            us.append(u)
+            ds.append(d)
+            dinvs.append(dinv)
+        p_plus = jnp.concatenate(p_plus, axis=0)
+        return spatial.inertia_to_parent(r, p, p_plus), (big_p, p_plus, tuple(us), tuple(ds), tuple(dinvs))
+
+    zero = jnp.zeros((6, 6), dtype)
+    big_p, p_plus, us, ds, dinvs = gather(
+        topo, step, zero, (levels.rel_r, levels.rel_p, levels.inertia, hs, tuple(arm_blocks))
+    )
+    return ArticulatedLevels(big_p, p_plus, us, ds, dinvs)
+
+
+def innovations_and_accelerations(
+    model: Model,
+    levels: Levels,
+    abi: ArticulatedLevels,
+    z_local: jax.Array,
+    coriolis: jax.Array,
+    t_blocks: list[jax.Array],
+    root_acceleration: jax.Array,
+) -> jax.Array:
+    """The innovations gather and the acceleration scatter (Jain Alg. 7.2, Lemma 7.6).
+
+    ``z_local = P a + b − f_ext`` per body, ``coriolis = a`` per body, ``t_blocks`` the joint
+    forces per kernel.  Returns ``θ̈`` as an ``(nv,)`` vector.
+    """
+    topo = model.topology
+    dtype = z_local.dtype
+    hs = tuple(s.h if s.h is not None else jnp.zeros((topo.n_levels,), dtype) for s in levels.subspaces)
+
+    def up(from_children, x):
+        r, p, zl, h_l, t_l, u_l, dinv_l = x
+        z = zl + from_children
+        z_plus, nus = [], []
+        for s, h, t, u, dinv in zip(levels.subspaces, h_l, t_l, u_l, dinv_l):
+            zk = z[s.start:s.stop]
+            eps = t - s.at_level(h).transpose_times(zk)
+            nu = spatial.mv(dinv, eps)
+            z_plus.append(zk + spatial.mv(u, nu))
+            nus.append(nu)
+        z_plus = jnp.concatenate(z_plus, axis=0)
+        return spatial.force_to_parent(r, p, z_plus), tuple(nus)
+
+    nus = gather(
+        topo, up, jnp.zeros(6, dtype),
+        (levels.rel_r, levels.rel_p, z_local, hs, tuple(t_blocks), abi.U, abi.D_inv),
+    )
+
+    def down(parent_acc, x):
+        r, p, cor, h_l, nu_l, u_l, dinv_l = x
+        a_plus = spatial.motion_to_child(r, p, parent_acc)
+        qdd, motion = [], []
+        for s, h, nu, u, dinv in zip(levels.subspaces, h_l, nu_l, u_l, dinv_l):
+            ap = a_plus[s.start:s.stop]
+            qk = nu - spatial.mv(dinv, spatial.mtv(u, ap))
+            qdd.append(qk)
+            motion.append(s.at_level(h).times(qk))
+        acc = a_plus + jnp.concatenate(motion, axis=0) + cor
+        return acc, tuple(qdd)
+
+    qdd = scatter(
+        topo, down, root_acceleration,
+        (levels.rel_r, levels.rel_p, coriolis, hs, nus, abi.U, abi.D_inv),
+    )
+    return dofs_from_levels(topo, list(qdd))
+
+
+def forward_dynamics(model: Model, q, v, tau, f_ext=None) -> jax.Array:
+    """Joint accelerations ``θ̈`` by the O(N) articulated-body algorithm (Jain Lemma 7.6).
+
+    Gravity, external forces ``f_ext`` ``(n_bodies, 6)`` (body frame), joint damping
+    (``τ − damping ⊙ v``) and armature (added to ``D``) are included, consistently with
+    :func:`sodyn.inverse_dynamics`.
+    """
+    q = check_vector(model, q, model.nq, "q")
+    v = check_vector(model, v, model.nv, "v", q.dtype)
+    tau = check_vector(model, tau, model.nv, "tau", q.dtype)
+    dtype = q.dtype
+    f_ext = check_f_ext(model, f_ext, dtype)
+    topo = model.topology
+    m = model_params(model, dtype)
+    levels = prepare(model, q)
+    vel, _, coriolis = velocities_and_accelerations_levels(
+        levels, topo, dofs_to_levels(topo, v, 0.0), None, jnp.zeros(6, dtype)
+    )
+    abi = articulated_levels(model, levels)
+    z_local = spatial.mv(abi.P, coriolis) + spatial.force_cross(vel, spatial.mv(levels.inertia, vel))
+    if f_ext is not None:
+        z_local = z_local - to_levels(topo, f_ext, jnp.zeros(6, dtype))
+    t_blocks = dofs_to_levels(topo, tau - m.damping * v, 0.0)
+    return innovations_and_accelerations(
+        model, levels, abi, z_local, coriolis, t_blocks, gravity_acceleration(m, dtype)
+    )
+
+
+def _inverse_times_levels(model: Model, levels: Levels, abi: ArticulatedLevels, x: jax.Array) -> jax.Array:
+    topo = model.topology
+    dtype = x.dtype
+    zero = jnp.zeros((topo.n_levels, topo.width, 6), dtype)
+    return innovations_and_accelerations(
+        model, levels, abi, zero, zero, dofs_to_levels(topo, x, 0.0), jnp.zeros(6, dtype)
+    )
+
+
+def inverse_mass_matrix_times(model: Model, q, x) -> jax.Array:
+    """``𝓜⁻¹ x`` in O(N) by the innovations factorization (Jain Lemma 7.5), without 𝓜."""
+    q = check_vector(model, q, model.nq, "q")
+    x = check_vector(model, x, model.nv, "x", q.dtype)
+    levels = prepare(model, q)
+    abi = articulated_levels(model, levels)
+    return _inverse_times_levels(model, levels, abi, x)
+
+
+def inverse_mass_matrix(model: Model, q) -> jax.Array:
+    """``𝓜⁻¹`` ``(nv, nv)`` from ``[I − HψK]* D⁻¹ [I − HψK]`` (Jain eq. 7.20), O(N · nv).
+
+    The Riccati quantities are computed once and shared by all columns; 𝓜 is never formed
+    or factored.
+    """
+    q = check_vector(model, q, model.nq, "q")
+    levels = prepare(model, q)
+    abi = articulated_levels(model, levels)
+    eye = jnp.eye(model.nv, dtype=q.dtype)
+    cols = jax.vmap(lambda e: _inverse_times_levels(model, levels, abi, e))(eye)
+    return 0.5 * (cols + cols.T)
+
+
+def log_det_mass_matrix(model: Model, q) -> jax.Array:
+    """``log det 𝓜 = Σ_k log det D(k)`` (Jain Lemma 7.3), O(N)."""
+    q = check_vector(model, q, model.nq, "q")
+    levels = prepare(model, q)
+    abi = articulated_levels(model, levels)
+    mask = jnp.asarray(model.topology.mask)
+    total = jnp.zeros((), q.dtype)
+    for s, d in zip(levels.subspaces, abi.D):
+        if d.shape[-1] == 1:
+            ld = jnp.log(d[..., 0, 0])
+        else:
+            chol = jnp.linalg.cholesky(0.5 * (d + spatial.transpose(d)))
+            ld = 2.0 * jnp.sum(jnp.log(jnp.diagonal(chol, axis1=-2, axis2=-1)), axis=-1)
+        total = total + jnp.sum(jnp.where(mask[:, s.start:s.stop], ld, 0.0))
+    return total
+
+
+def articulated_body_inertias(model: Model, q) -> ArticulatedBodyInertias:
+    """The Riccati quantities ``P, P⁺, D, G, τ̄, ψ, K`` at ``q`` (Jain Alg. 7.1)."""
+    q = check_vector(model, q, model.nq, "q")
+    topo = model.topology
+    dtype = q.dtype
+    levels = prepare(model, q)
+    abi = articulated_levels(model, levels)
+    nv = topo.nv
+    # G = U D⁻¹ per kernel; rows per dof.
+    g_blocks = [jnp.swapaxes(spatial.mm(u, dinv), -1, -2) for u, dinv in zip(abi.U, abi.D_inv)]
+    g = dofs_from_levels(topo, g_blocks)  # (nv, 6)
+    d = jnp.zeros((nv, nv), dtype)
+    for s, db, vi in zip(levels.subspaces, abi.D, topo.v_index):
+        real = vi[..., 0] < nv
+        idx = vi[real]  # (n_k, nv_k)
+        blocks = db[real]
+        d = d.at[idx[:, :, None], idx[:, None, :]].set(blocks)
+    h_blocks = [jnp.swapaxes(jnp.broadcast_to(s.matrix(), u.shape), -1, -2) for s, u in zip(levels.subspaces, abi.U)]
+    h_rows = dofs_from_levels(topo, h_blocks)  # (nv, 6)
+    gh = jnp.zeros((topo.n_bodies, 6, 6), dtype).at[topo.dof_body].add(g[:, :, None] * h_rows[:, None, :])
+    tau_bar = jnp.eye(6, dtype=dtype) - gh
+    rel_r, rel_p = from_levels(topo, levels.rel_r), from_levels(topo, levels.rel_p)
+    phi = spatial.transpose(spatial.motion_transform_matrix(rel_r, rel_p))
+    psi = spatial.mm(phi, tau_bar)
+    k = spatial.mv(phi[topo.dof_body], g)
+    return ArticulatedBodyInertias(
+        from_levels(topo, abi.P), from_levels(topo, abi.P_plus), d, g, tau_bar, psi, k
+    )

@@ -1,0 +1,172 @@
+"""Per-call preparation shared by every algorithm: inputs checked, parameters and joint
+quantities laid out by level (see :mod:`sodyn.topology`).
+
+Everything here is vectorised over all bodies at once; only the recursions that truly need
+the parent's value run inside the level scans.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from sodyn import joints, spatial
+from sodyn.model import Model, hinge_coefficients
+from sodyn.topology import Topology, dofs_to_levels, to_levels
+
+
+def check_vector(model: Model, x, size: int, name: str, dtype=None) -> jax.Array:
+    """Convert ``x`` to an array of shape ``(size,)`` or raise a clear error naming ``name``."""
+    if x is None:
+        raise TypeError(f"{name} is required")
+    x = jnp.asarray(x) if dtype is None else jnp.asarray(x, dtype)
+    if x.ndim != 1 or x.shape[0] != size:
+        hint = " (for a batch, use jax.vmap)" if x.ndim > 1 else ""
+        raise ValueError(f"{name} must have shape ({size},) for model {model.name!r}, got {x.shape}{hint}")
+    if not jnp.issubdtype(x.dtype, jnp.floating):
+        x = x.astype(jnp.zeros(()).dtype)
+    return x
+
+
+def state_dtype(*xs) -> jnp.dtype:
+    """Floating dtype of the state arguments (the model's parameters are cast to it)."""
+    return jnp.result_type(*[x for x in xs if x is not None])
+
+
+def check_f_ext(model: Model, f_ext, dtype) -> jax.Array | None:
+    if f_ext is None:
+        return None
+    f = jnp.asarray(f_ext, dtype)
+    if f.shape != (model.n_bodies, 6):
+        raise ValueError(f"f_ext must have shape (n_bodies, 6) = ({model.n_bodies}, 6), got {f.shape}")
+    return f
+
+
+class Subspace(NamedTuple):
+    """Motion subspace ``H*`` of the joints of one kernel at every level.
+
+    ``hinge`` kernels carry the 6-vector ``h`` per slot; the others a constant 6 × nv_k.
+    """
+
+    kernel: str
+    start: int
+    stop: int
+    h: jax.Array | None  # (L, Wk, 6) for hinges
+    const: jax.Array | None  # (6, nv_k) otherwise
+
+    def times(self, x: jax.Array) -> jax.Array:
+        """``H* x`` for ``x`` of shape ``(..., nv_k)`` → ``(..., 6)``."""
+        if self.h is not None:
+            return self.h * x
+        return spatial.mv(self.const, x)
+
+    def transpose_times(self, f: jax.Array) -> jax.Array:
+        """``H f`` for ``f`` of shape ``(..., 6)`` → ``(..., nv_k)``."""
+        if self.h is not None:
+            return jnp.sum(self.h * f, axis=-1, keepdims=True)
+        return spatial.mtv(self.const, f)
+
+    def transpose_times_cols(self, f: jax.Array) -> jax.Array:
+        """``H F`` for ``F`` of shape ``(..., 6, m)`` → ``(..., nv_k, m)``."""
+        if self.h is not None:
+            return jnp.sum(self.h[..., :, None] * f, axis=-2)[..., None, :]
+        return spatial.mtm(self.const, f)
+
+    def right_times(self, p: jax.Array) -> jax.Array:
+        """``P H*`` for ``P`` of shape ``(..., 6, 6)`` → ``(..., 6, nv_k)``."""
+        if self.h is not None:
+            return spatial.mv(p, self.h)[..., None]
+        return spatial.mm(p, self.const)
+
+    def matrix(self) -> jax.Array:
+        """``H*`` as ``(..., 6, nv_k)``."""
+        if self.h is not None:
+            return self.h[..., None]
+        return self.const
+
+    def at_level(self, h_level):
+        """The same subspace with ``h`` sliced to one level (used inside scans)."""
+        return self if self.h is None else self._replace(h=h_level)
+
+
+class Levels(NamedTuple):
+    """Configuration-dependent quantities in level layout ``(L, W, ...)``."""
+
+    rel_r: jax.Array      # (L, W, 3, 3) pose of each body in its parent: x_p = R x + p
+    rel_p: jax.Array      # (L, W, 3)
+    inertia: jax.Array    # (L, W, 6, 6) spatial inertia about the body frame
+    subspaces: tuple[Subspace, ...]
+
+
+def model_params(model: Model, dtype) -> Model:
+    return model if model.mass.dtype == dtype else model.astype(dtype)
+
+
+def prepare(model: Model, q: jax.Array) -> Levels:
+    """Joint transforms, body-to-parent poses and spatial inertias at ``q``, by level."""
+    topo: Topology = model.topology
+    dtype = q.dtype
+    m = model_params(model, dtype)
+    rot, trans = hinge_coefficients(m, dtype)
+    eye = jnp.eye(3, dtype=dtype)
+    zero3 = jnp.zeros(3, dtype)
+    axis_l = to_levels(topo, m.axis, jnp.array([0.0, 0.0, 1.0], dtype))
+    rot_l = to_levels(topo, rot, jnp.ones((), dtype))
+    trans_l = to_levels(topo, trans, jnp.zeros((), dtype))
+    q_blocks = dofs_to_levels(topo, q, 1.0, which="q")
+
+    jr, jp, subspaces = [], [], []
+    for (kernel, s0, s1), qb in zip(topo.kernel_slots, q_blocks):
+        if kernel == "hinge":
+            a, r_, t_ = axis_l[:, s0:s1], rot_l[:, s0:s1], trans_l[:, s0:s1]
+            r, p = joints.joint_transform(kernel, qb, a, r_, t_)
+            subspaces.append(Subspace(kernel, s0, s1, joints.hinge_vector(a, r_, t_), None))
+        else:
+            r, p = joints.joint_transform(kernel, qb)
+            subspaces.append(Subspace(kernel, s0, s1, None, joints.motion_subspace(kernel, dtype)))
+        jr.append(r)
+        jp.append(p)
+    jr = jnp.concatenate(jr, axis=1)
+    jp = jnp.concatenate(jp, axis=1)
+    tr = to_levels(topo, m.tree_rotation, eye)
+    tp = to_levels(topo, m.tree_translation, zero3)
+    rel_r, rel_p = spatial.compose(tr, tp, jr, jp)
+
+    inertia = spatial.spatial_inertia(m.mass, m.com, m.inertia)
+    inertia = to_levels(topo, inertia, jnp.eye(6, dtype=dtype))
+    return Levels(rel_r, rel_p, inertia, tuple(subspaces))
+
+
+def joint_motion(levels: Levels, x_blocks: list[jax.Array]) -> jax.Array:
+    """``H* x`` for every body, ``(L, W, 6)``, from per-kernel dof blocks ``x``."""
+    return jnp.concatenate([s.times(x) for s, x in zip(levels.subspaces, x_blocks)], axis=1)
+
+
+def joint_force(levels: Levels, f: jax.Array) -> list[jax.Array]:
+    """``H f`` per kernel, from body forces ``f`` of shape ``(L, W, 6)``."""
+    return [s.transpose_times(f[:, s.start:s.stop]) for s in levels.subspaces]
+
+
+def gravity_acceleration(model: Model, dtype) -> jax.Array:
+    """Spatial acceleration of the world that accounts for gravity: ``[0; −g]``.
+
+    (Jain's 𝔤 is the negative of the gravity field; see the errata in the digests.)
+    """
+    return jnp.concatenate([jnp.zeros(3, dtype), -model.gravity.astype(dtype)])
+
+
+def zeros_like_levels(topo: Topology, tail: tuple[int, ...], dtype) -> jax.Array:
+    return jnp.zeros((topo.n_levels, topo.width) + tail, dtype)
+
+
+def static_onehot_dofs(topo: Topology) -> list[np.ndarray]:
+    """Per kernel, ``(L, Wk, nv_k, nv)`` one-hot arrays placing each joint's dofs."""
+    out = []
+    for vi in topo.v_index:
+        e = np.zeros(vi.shape + (topo.nv + 1,))
+        np.put_along_axis(e, vi[..., None], 1.0, axis=-1)
+        out.append(e[..., : topo.nv])
+    return out

@@ -1,0 +1,275 @@
+"""Forward kinematics, body velocities and accelerations, frame Jacobians.
+
+World poses follow Jain Alg. 3.1 (link transforms composed base to tips); spatial
+velocities and accelerations follow Alg. 3.2 / eq. 5.14, both as one :func:`scatter`:
+
+    V(k) = φ*(℘(k), k) V(℘(k)) + H*(k) θ̇(k)
+    α(k) = φ*(℘(k), k) α(℘(k)) + H*(k) θ̈(k) + a(k),   a(k) = V(k) ×ₘ H*(k) θ̇(k).
+
+Velocities and accelerations are body-frame spatial vectors ``[ω; v]`` at the body origin
+(Featherstone's convention; Jain §1.11, "body-frame derivatives").
+"""
+
+from __future__ import annotations
+
+from typing import Literal, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from sodyn import spatial
+from sodyn.algorithms.common import (
+    Levels, check_vector, gravity_acceleration, joint_motion, model_params, prepare,
+)
+from sodyn.model import Model
+from sodyn.topology import dofs_from_levels, dofs_to_levels, from_levels, scatter
+
+Reference = Literal["local", "world_aligned"]
+
+
+class Poses(NamedTuple):
+    """World poses: ``x_world = rotation @ x_local + translation``."""
+
+    rotation: jax.Array     # (..., 3, 3)
+    translation: jax.Array  # (..., 3)
+
+
+class Kinematics(NamedTuple):
+    """Result of :func:`forward_kinematics`."""
+
+    body: Poses   # (n_bodies, ...)
+    frame: Poses  # (n_frames, ...)
+
+
+def world_poses_levels(levels: Levels, topo) -> tuple[jax.Array, jax.Array]:
+    """World pose of every body in level layout, by one scatter (Jain Alg. 3.1)."""
+    dtype = levels.rel_p.dtype
+
+    def step(parent, x):
+        (pr, pp), (r, p) = parent, x
+        wr, wp = spatial.compose(pr, pp, r, p)
+        return (wr, wp), (wr, wp)
+
+    root = (jnp.eye(3, dtype=dtype), jnp.zeros(3, dtype))
+    return scatter(topo, step, root, (levels.rel_r, levels.rel_p))
+
+
+def frame_poses(model: Model, body_r: jax.Array, body_p: jax.Array) -> Poses:
+    """World poses of all frames from the world poses of the bodies."""
+    dtype = body_p.dtype
+    fb = np.asarray(model.frame_body, dtype=np.int64)
+    ext_r = jnp.concatenate([body_r, jnp.eye(3, dtype=dtype)[None]])  # index -1 → world
+    ext_p = jnp.concatenate([body_p, jnp.zeros((1, 3), dtype)])
+    br, bp = ext_r[fb], ext_p[fb]
+    m = model_params(model, dtype)
+    r, p = spatial.compose(br, bp, m.frame_rotation, m.frame_translation)
+    return Poses(r, p)
+
+
+def forward_kinematics(model: Model, q) -> Kinematics:
+    """World poses of all bodies and frames at configuration ``q`` (Jain Alg. 3.1)."""
+    q = check_vector(model, q, model.nq, "q")
+    levels = prepare(model, q)
+    wr, wp = world_poses_levels(levels, model.topology)
+    body_r, body_p = from_levels(model.topology, wr), from_levels(model.topology, wp)
+    return Kinematics(Poses(body_r, body_p), frame_poses(model, body_r, body_p))
+
+
+def frame_pose(model: Model, q, frame: str | int) -> Poses:
+    """World pose of one frame (by name or index)."""
+    f = model.frame_id(frame)
+    fk = forward_kinematics(model, q)
+    return Poses(fk.frame.rotation[f], fk.frame.translation[f])
+
+
+def velocities_and_accelerations_levels(
+    levels: Levels, topo, v_blocks, a_blocks, root_acceleration: jax.Array
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """Body velocities ``V``, accelerations ``α`` and Coriolis terms ``a`` by one scatter."""
+    vj = joint_motion(levels, v_blocks)
+    aj = joint_motion(levels, a_blocks) if a_blocks is not None else jnp.zeros_like(vj)
+    dtype = vj.dtype
+
+    def step(parent, x):
+        (vp, ap), (r, p, vjk, ajk) = parent, x
+        v = spatial.motion_to_child(r, p, vp) + vjk
+        coriolis = spatial.motion_cross(v, vjk)
+        a = spatial.motion_to_child(r, p, ap) + ajk + coriolis
+        return (v, a), (v, a, coriolis)
+
+    root = (jnp.zeros(6, dtype), root_acceleration)
+    return scatter(topo, step, root, (levels.rel_r, levels.rel_p, vj, aj))
+
+
+def body_velocities(model: Model, q, v) -> jax.Array:
+    """Spatial velocity ``[ω; v]`` of every body in its own frame, ``(n_bodies, 6)``."""
+    q = check_vector(model, q, model.nq, "q")
+    v = check_vector(model, v, model.nv, "v", q.dtype)
+    levels = prepare(model, q)
+    vel, _, _ = velocities_and_accelerations_levels(
+        levels, model.topology, dofs_to_levels(model.topology, v, 0.0), None,
+        jnp.zeros(6, q.dtype),
+    )
+    return from_levels(model.topology, vel)
+
+
+def body_accelerations(model: Model, q, v, a, gravity: bool = False) -> jax.Array:
+    """Spatial accelerations ``[ω̇; v̇]`` (body-frame derivatives) of every body, ``(n_bodies, 6)``.
+
+    With ``gravity=True`` the world accelerates by ``−g`` (as inside inverse dynamics).
+    """
+    q = check_vector(model, q, model.nq, "q")
+    v = check_vector(model, v, model.nv, "v", q.dtype)
+    a = check_vector(model, a, model.nv, "a", q.dtype)
+    topo = model.topology
+    levels = prepare(model, q)
+    root = gravity_acceleration(model, q.dtype) if gravity else jnp.zeros(6, q.dtype)
+    _, acc, _ = velocities_and_accelerations_levels(
+        levels, topo, dofs_to_levels(topo, v, 0.0), dofs_to_levels(topo, a, 0.0), root
+    )
+    return from_levels(topo, acc)
+
+
+def _check_reference(reference: str) -> None:
+    if reference not in ("local", "world_aligned"):
+        raise ValueError(f"reference must be 'local' or 'world_aligned', got {reference!r}")
+
+
+def _world_subspace_columns(model: Model, levels: Levels, wr, wp) -> jax.Array:
+    """Each dof's motion axis ``H*`` as a spatial vector at the world origin, ``(nv, 6)``."""
+    topo = model.topology
+    cols = []
+    for s in levels.subspaces:
+        hs = s.matrix()  # (..., 6, nv_k)
+        hs = jnp.broadcast_to(hs, (topo.n_levels, s.stop - s.start) + hs.shape[-2:])
+        hs = jnp.swapaxes(hs, -1, -2)  # (L, Wk, nv_k, 6)
+        r = wr[:, s.start:s.stop, None]
+        p = wp[:, s.start:s.stop, None]
+        cols.append(spatial.motion_to_parent(r, p, hs))
+    return dofs_from_levels(topo, cols)
+
+
+def frame_jacobian(model: Model, q, frame: str | int, reference: Reference = "local") -> jax.Array:
+    """Jacobian ``(6, nv)`` of a frame's spatial velocity ``[ω; v]`` (Jain §3.6, eq. 3.25).
+
+    ``reference="local"``: both parts in the frame's axes, ``v`` of the frame origin.
+    ``reference="world_aligned"``: the same velocity in world axes (Pinocchio's
+    ``LOCAL_WORLD_ALIGNED``).
+    """
+    _check_reference(reference)
+    return frame_jacobians(model, q, [frame], reference)[0]
+
+
+def frame_jacobians(model: Model, q, frames, reference: Reference = "local") -> jax.Array:
+    """Jacobians ``(len(frames), 6, nv)`` of several frames, sharing one kinematics pass."""
+    _check_reference(reference)
+    q = check_vector(model, q, model.nq, "q")
+    ids = np.array([model.frame_id(f) for f in frames], dtype=np.int64)
+    topo = model.topology
+    levels = prepare(model, q)
+    wr, wp = world_poses_levels(levels, topo)
+    body_r, body_p = from_levels(topo, wr), from_levels(topo, wp)
+    fp = frame_poses(model, body_r, body_p)
+    cols = _world_subspace_columns(model, levels, wr, wp)  # (nv, 6) at the world origin
+    fb = np.asarray(model.frame_body)[ids]
+    support = np.zeros((len(ids), topo.nv), dtype=bool)
+    support[fb >= 0] = topo.support[fb[fb >= 0]]
+    r_f, p_f = fp.rotation[ids], fp.translation[ids]
+    w = cols[None, :, :3]
+    lin = cols[None, :, 3:] + spatial.cross(w, p_f[:, None, :])  # velocity of the frame origin
+    jac = jnp.concatenate([w, lin], axis=-1) * jnp.asarray(support[..., None], q.dtype)
+    if reference == "local":
+        jac = jnp.concatenate(
+            [spatial.mtv(r_f[:, None], jac[..., :3]), spatial.mtv(r_f[:, None], jac[..., 3:])], -1
+        )
+    return jnp.swapaxes(jac, -1, -2)
+
+
+def frame_velocity(model: Model, q, v, frame: str | int, reference: Reference = "local") -> jax.Array:
+    """Spatial velocity ``[ω; v]`` of a frame, in its own or world-aligned axes."""
+    _check_reference(reference)
+    return _frame_motion(model, q, v, None, frame, reference, classical=False)[0]
+
+
+def frame_acceleration(
+    model: Model, q, v, a, frame: str | int, reference: Reference = "local", classical: bool = False
+) -> jax.Array:
+    """Acceleration of a frame: ``J a + J̇ v``.
+
+    ``classical=False`` returns the spatial acceleration (body-frame derivative of the
+    spatial velocity); ``classical=True`` returns ``[ω̇; p̈]``, the time derivative of the
+    origin's velocity, ``p̈ = v̇ + ω × v``.
+    """
+    _check_reference(reference)
+    a = check_vector(model, a, model.nv, "a")
+    return _frame_motion(model, q, v, a, frame, reference, classical)[1]
+
+
+def frame_jacobian_dot_times_v(
+    model: Model, q, v, frame: str | int, reference: Reference = "local", classical: bool = False
+) -> jax.Array:
+    """``J̇ v``: the frame's acceleration at zero joint acceleration (see :func:`frame_acceleration`)."""
+    _check_reference(reference)
+    q = check_vector(model, q, model.nq, "q")
+    return _frame_motion(model, q, v, jnp.zeros(model.nv, q.dtype), frame, reference, classical)[1]
+
+
+def _frame_motion(model, q, v, a, frame, reference, classical):
+    q = check_vector(model, q, model.nq, "q")
+    v = check_vector(model, v, model.nv, "v", q.dtype)
+    f = model.frame_id(frame)
+    topo = model.topology
+    dtype = q.dtype
+    levels = prepare(model, q)
+    wr, wp = world_poses_levels(levels, topo)
+    a_blocks = dofs_to_levels(topo, a, 0.0) if a is not None else None
+    vel, acc, _ = velocities_and_accelerations_levels(
+        levels, topo, dofs_to_levels(topo, v, 0.0), a_blocks, jnp.zeros(6, dtype)
+    )
+    b = model.frame_body[f]
+    m = model_params(model, dtype)
+    r_bf, p_bf = m.frame_rotation[f], m.frame_translation[f]
+    if b < 0:
+        zero = jnp.zeros(6, dtype)
+        return zero, zero
+    vb, ab = from_levels(topo, vel)[b], from_levels(topo, acc)[b]
+    vf = spatial.motion_to_child(r_bf, p_bf, vb)
+    af = spatial.motion_to_child(r_bf, p_bf, ab)
+    if classical:
+        af = af.at[3:].add(spatial.cross(vf[:3], vf[3:]))
+    if reference == "world_aligned":
+        r_w = spatial.mm(from_levels(topo, wr)[b], r_bf)
+        rot6 = lambda x: jnp.concatenate([spatial.mv(r_w, x[:3]), spatial.mv(r_w, x[3:])])  # noqa: E731
+        vf, af = rot6(vf), rot6(af)
+    return vf, af
+
+
+def kinetic_energy(model: Model, q, v) -> jax.Array:
+    """``T = ½ Σ_k V(k)ᵀ M(k) V(k)`` (Jain eq. 4.23; CDI eq. 11)."""
+    q = check_vector(model, q, model.nq, "q")
+    v = check_vector(model, v, model.nv, "v", q.dtype)
+    topo = model.topology
+    levels = prepare(model, q)
+    vel, _, _ = velocities_and_accelerations_levels(
+        levels, topo, dofs_to_levels(topo, v, 0.0), None, jnp.zeros(6, q.dtype)
+    )
+    mask = jnp.asarray(topo.mask, q.dtype)
+    e = jnp.sum(vel * spatial.mv(levels.inertia, vel), axis=-1)
+    return 0.5 * jnp.sum(e * mask)
+
+
+def potential_energy(model: Model, q) -> jax.Array:
+    """Gravitational potential energy ``−Σ m_k gᵀ c_k`` (world centres of mass ``c_k``)."""
+    fk = forward_kinematics(model, q)
+    m = model_params(model, fk.body.translation.dtype)
+    c = fk.body.translation + spatial.mv(fk.body.rotation, m.com)
+    return -jnp.sum(m.mass * (c @ m.gravity))
+
+
+def center_of_mass(model: Model, q) -> jax.Array:
+    """World position of the system's centre of mass."""
+    fk = forward_kinematics(model, q)
+    m = model_params(model, fk.body.translation.dtype)
+    c = fk.body.translation + spatial.mv(fk.body.rotation, m.com)
+    return jnp.sum(m.mass[:, None] * c, axis=0) / jnp.sum(m.mass)

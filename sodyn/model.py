@@ -1,0 +1,486 @@
+"""The :class:`Model` (static topology + array parameters) and the :class:`ModelBuilder`.
+
+A model has two kinds of field (DESIGN.md §2):
+
+* static: the :class:`~sodyn.topology.Topology` (parents, joint types, q/v slices, level
+  schedule) and the names of bodies, joints and frames; changing them recompiles;
+* parameters: JAX arrays (masses, centres of mass, inertias, joint placements, axes,
+  gravity, damping, armature, limits) that ``vmap`` and ``grad`` see as ordinary leaves.
+
+Body ``k``'s frame is its joint's child frame.  Its pose in the parent body's frame is
+``T_tree(k) ∘ T_J(q_k)``, with ``T_tree = (tree_rotation, tree_translation)`` the fixed
+placement of the joint in the parent.  Fixed joints are merged into their movable ancestor
+when the model is built: the inertia is added to the ancestor and the merged link stays
+addressable as a frame.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Sequence
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from sodyn.joints import JOINT_TYPES, KERNEL_OF, JointSpec, nq_of, nv_of
+from sodyn.topology import Topology, compile_topology
+
+WORLD = -1
+
+
+class Model(eqx.Module):
+    """A rigid multibody tree.  Build one with :class:`ModelBuilder` or a loader.
+
+    Parameter arrays are in body order (``n = n_bodies``) or dof order:
+
+    - ``mass (n,)``, ``com (n, 3)`` (in the body frame), ``inertia (n, 3, 3)`` (rotational
+      inertia about the centre of mass, body axes);
+    - ``tree_rotation (n, 3, 3)``, ``tree_translation (n, 3)``: joint placement in the parent;
+    - ``axis (n, 3)`` (unit; used by hinges), ``pitch (n,)`` (helical lead, m/rad);
+    - ``frame_rotation (nf, 3, 3)``, ``frame_translation (nf, 3)``: frame placements in
+      their body (``frame_body``, ``-1`` = world);
+    - ``gravity (3,)``; ``damping``, ``armature``, ``friction``, ``velocity_limit``,
+      ``effort_limit`` ``(nv,)``; ``lower_limit``, ``upper_limit`` ``(nq,)``.
+    """
+
+    mass: jax.Array
+    com: jax.Array
+    inertia: jax.Array
+    tree_rotation: jax.Array
+    tree_translation: jax.Array
+    axis: jax.Array
+    pitch: jax.Array
+    frame_rotation: jax.Array
+    frame_translation: jax.Array
+    gravity: jax.Array
+    damping: jax.Array
+    armature: jax.Array
+    friction: jax.Array
+    lower_limit: jax.Array
+    upper_limit: jax.Array
+    velocity_limit: jax.Array
+    effort_limit: jax.Array
+    topology: Topology = eqx.field(static=True)
+    body_names: tuple[str, ...] = eqx.field(static=True)
+    joint_names: tuple[str, ...] = eqx.field(static=True)
+    frame_names: tuple[str, ...] = eqx.field(static=True)
+    frame_body: tuple[int, ...] = eqx.field(static=True)
+    name: str = eqx.field(static=True, default="model")
+
+    # -- sizes and names ----------------------------------------------------------
+    @property
+    def nq(self) -> int:
+        return self.topology.nq
+
+    @property
+    def nv(self) -> int:
+        return self.topology.nv
+
+    @property
+    def n_bodies(self) -> int:
+        return self.topology.n_bodies
+
+    @property
+    def n_frames(self) -> int:
+        return len(self.frame_names)
+
+    @property
+    def parent(self) -> np.ndarray:
+        return self.topology.parent
+
+    @property
+    def joint_types(self) -> tuple[str, ...]:
+        return self.topology.joint_type
+
+    def joint_q_slice(self, joint: str | int) -> slice:
+        """Slice of ``q`` that belongs to a joint (by name or body index)."""
+        k = self._joint_index(joint)
+        s = int(self.topology.q_start[k])
+        return slice(s, s + nq_of(self.topology.joint_type[k]))
+
+    def joint_v_slice(self, joint: str | int) -> slice:
+        """Slice of ``v`` that belongs to a joint (by name or body index)."""
+        k = self._joint_index(joint)
+        s = int(self.topology.v_start[k])
+        return slice(s, s + nv_of(self.topology.joint_type[k]))
+
+    def _joint_index(self, joint: str | int) -> int:
+        if isinstance(joint, (int, np.integer)):
+            if not 0 <= joint < self.n_bodies:
+                raise ValueError(f"joint index {joint} out of range [0, {self.n_bodies})")
+            return int(joint)
+        if joint in self.joint_names:
+            return self.joint_names.index(joint)
+        raise ValueError(f"unknown joint {joint!r}; joints are {list(self.joint_names)}")
+
+    def body_id(self, body: str | int) -> int:
+        """Index of a body given its name (or index)."""
+        if isinstance(body, (int, np.integer)):
+            if not 0 <= body < self.n_bodies:
+                raise ValueError(f"body index {body} out of range [0, {self.n_bodies})")
+            return int(body)
+        if body in self.body_names:
+            return self.body_names.index(body)
+        raise ValueError(f"unknown body {body!r}; bodies are {list(self.body_names)}")
+
+    def frame_id(self, frame: str | int) -> int:
+        """Index of a frame given its name, a body name or a joint name (or an index)."""
+        if isinstance(frame, (int, np.integer)):
+            if not 0 <= frame < self.n_frames:
+                raise ValueError(f"frame index {frame} out of range [0, {self.n_frames})")
+            return int(frame)
+        if not isinstance(frame, str):
+            raise TypeError(f"frame must be a name or an index, got {type(frame).__name__}")
+        if frame in self.frame_names:
+            return self.frame_names.index(frame)
+        if frame in self.joint_names:
+            return self.frame_names.index(self.body_names[self.joint_names.index(frame)])
+        raise ValueError(f"unknown frame {frame!r}; frames are {list(self.frame_names)}")
+
+    def astype(self, dtype) -> "Model":
+        """The same model with every floating-point parameter cast to ``dtype``."""
+        return jax.tree_util.tree_map(
+            lambda x: x.astype(dtype) if jnp.issubdtype(x.dtype, jnp.floating) else x, self
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"Model({self.name!r}, bodies={self.n_bodies}, nq={self.nq}, nv={self.nv}, "
+            f"levels={self.topology.n_levels}, width={self.topology.width})"
+        )
+
+
+# ---------------------------------------------------------------------------
+# builder
+# ---------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class _Body:
+    name: str
+    parent: int
+    joint: JointSpec
+    joint_name: str
+    rotation: np.ndarray
+    translation: np.ndarray
+    mass: float
+    com: np.ndarray
+    inertia: np.ndarray
+    damping: np.ndarray
+    armature: np.ndarray
+    friction: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    velocity_limit: np.ndarray
+    effort_limit: np.ndarray
+
+
+def _as_rotation(rotation, where: str) -> np.ndarray:
+    r = np.asarray(rotation if rotation is not None else np.eye(3), dtype=np.float64)
+    if r.shape == (4,):  # quaternion wxyz
+        w, x, y, z = r / np.linalg.norm(r)
+        r = np.array([
+            [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
+        ])
+    if r.shape != (3, 3) or not np.all(np.isfinite(r)):
+        raise ValueError(f"{where}: rotation must be a finite 3x3 matrix or a wxyz quaternion, got {rotation!r}")
+    if np.max(np.abs(r @ r.T - np.eye(3))) > 1e-6 or np.linalg.det(r) < 0:
+        raise ValueError(f"{where}: rotation is not a proper orthonormal matrix")
+    return r
+
+
+def _vec(x, n: int, where: str, what: str) -> np.ndarray:
+    a = np.asarray(x, dtype=np.float64).reshape(-1) if np.ndim(x) else np.full(n, float(x))
+    if a.shape != (n,):
+        raise ValueError(f"{where}: {what} must have {n} entries, got shape {np.shape(x)}")
+    if np.any(np.isnan(a)):
+        raise ValueError(f"{where}: {what} contains NaN: {a}")
+    return a
+
+
+def check_inertia(mass: float, inertia: np.ndarray, where: str, massless_ok: bool = False) -> None:
+    """Raise ``ValueError`` unless ``mass > 0`` and ``inertia`` is a physical rotational inertia.
+
+    Physical means symmetric, positive semi-definite, and its principal moments satisfy the
+    triangle inequality ``I₁ + I₂ ≥ I₃``.  A zero mass with zero inertia is accepted only
+    with ``massless_ok``.
+    """
+    if not np.isfinite(mass):
+        raise ValueError(f"{where}: mass must be finite, got {mass}")
+    if mass < 0 or (mass == 0 and not massless_ok):
+        raise ValueError(f"{where}: mass must be positive, got {mass}")
+    if inertia.shape != (3, 3) or not np.all(np.isfinite(inertia)):
+        raise ValueError(f"{where}: inertia must be a finite 3x3 matrix")
+    scale = max(np.max(np.abs(inertia)), 1e-300)
+    if np.max(np.abs(inertia - inertia.T)) > 1e-9 * scale:
+        raise ValueError(f"{where}: inertia is not symmetric:\n{inertia}")
+    if mass == 0:
+        if np.any(inertia != 0):
+            raise ValueError(f"{where}: a massless body must have zero inertia")
+        return
+    eig = np.linalg.eigvalsh(0.5 * (inertia + inertia.T))
+    tol = 1e-9 * max(scale, 1e-12)
+    if eig[0] < -tol:
+        raise ValueError(f"{where}: inertia is not positive semi-definite (eigenvalues {eig})")
+    if eig[0] + eig[1] < eig[2] - tol:
+        raise ValueError(
+            f"{where}: inertia violates the triangle inequality I1 + I2 >= I3 (principal moments {eig})"
+        )
+
+
+class ModelBuilder:
+    """Programmatic model construction.
+
+    Example::
+
+        b = ModelBuilder()
+        b.add_body("link1", parent=None, joint=JointSpec.revolute((0, 0, 1)),
+                   translation=(0, 0, 0.1), mass=1.0, com=(0, 0, 0.2),
+                   inertia=np.diag([0.01, 0.01, 0.001]))
+        b.add_frame("tool", "link1", translation=(0, 0, 0.4))
+        model = b.build()
+    """
+
+    def __init__(self, gravity: Sequence[float] = (0.0, 0.0, -9.81), name: str = "model"):
+        self.gravity = _vec(gravity, 3, "ModelBuilder", "gravity")
+        self.name = name
+        self._bodies: list[_Body] = []
+        self._frames: list[tuple[str, int, np.ndarray, np.ndarray]] = []
+        self._names: dict[str, int] = {}
+
+    def _parent_index(self, parent, where: str) -> int:
+        if parent is None or parent == "world" or (isinstance(parent, (int, np.integer)) and parent == WORLD):
+            return WORLD
+        if isinstance(parent, str):
+            if parent not in self._names:
+                raise ValueError(f"{where}: parent body {parent!r} does not exist (add parents before children)")
+            return self._names[parent]
+        if isinstance(parent, (int, np.integer)):
+            if not 0 <= parent < len(self._bodies):
+                raise ValueError(
+                    f"{where}: parent index {parent} out of range; bodies so far: {len(self._bodies)} "
+                    "(a parent must be added before its child, so cycles cannot be formed)"
+                )
+            return int(parent)
+        raise TypeError(f"{where}: parent must be a body name, an index or None, got {type(parent).__name__}")
+
+    def add_body(
+        self,
+        name: str,
+        parent=None,
+        joint: JointSpec | str = "revolute",
+        *,
+        rotation=None,
+        translation=(0.0, 0.0, 0.0),
+        mass: float = 1.0,
+        com=(0.0, 0.0, 0.0),
+        inertia=None,
+        joint_name: str | None = None,
+        damping=0.0,
+        armature=0.0,
+        friction=0.0,
+        lower=None,
+        upper=None,
+        velocity_limit=np.inf,
+        effort_limit=np.inf,
+        massless_ok: bool = False,
+    ) -> int:
+        """Add a body below ``parent`` (a name, an index, or ``None`` for the world).
+
+        ``rotation``/``translation`` place the joint frame in the parent body's frame
+        (``rotation`` is a 3×3 matrix or a ``[w, x, y, z]`` quaternion).  ``inertia`` is the
+        rotational inertia about the centre of mass ``com``, in body axes (default: that of
+        a unit solid sphere scaled by ``mass``).  Returns the body's index in the builder.
+        """
+        where = f"body {name!r}"
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"body name must be a non-empty string, got {name!r}")
+        if name in self._names or any(f[0] == name for f in self._frames):
+            raise ValueError(f"{where}: name already used")
+        if isinstance(joint, str):
+            joint = JointSpec(joint)
+        if joint.type not in JOINT_TYPES:
+            raise ValueError(f"{where}: unknown joint type {joint.type!r}; expected one of {JOINT_TYPES}")
+        parent_idx = self._parent_index(parent, where)
+        axis = _vec(joint.axis, 3, where, "joint axis")
+        if joint.type in ("revolute", "continuous", "prismatic", "helical"):
+            norm = np.linalg.norm(axis)
+            if not np.isfinite(norm) or norm < 1e-12:
+                raise ValueError(f"{where}: joint axis must be non-zero and finite, got {tuple(axis)}")
+            axis = axis / norm
+        joint = JointSpec(joint.type, tuple(axis), float(joint.pitch))
+        mass = float(mass)
+        inertia = (
+            np.eye(3) * 0.4 * mass * 0.01 if inertia is None else np.asarray(inertia, dtype=np.float64)
+        )
+        if inertia.shape == (3,):
+            inertia = np.diag(inertia)
+        check_inertia(mass, inertia, where, massless_ok)
+        nq, nv = nq_of(joint.type), nv_of(joint.type)
+        lower = np.full(nq, -np.inf) if lower is None else _vec(lower, nq, where, "lower limit")
+        upper = np.full(nq, np.inf) if upper is None else _vec(upper, nq, where, "upper limit")
+        if np.any(lower > upper):
+            raise ValueError(f"{where}: lower limit {lower} exceeds upper limit {upper}")
+        body = _Body(
+            name=name, parent=parent_idx, joint=joint, joint_name=joint_name or name,
+            rotation=_as_rotation(rotation, where),
+            translation=_vec(translation, 3, where, "translation"),
+            mass=mass, com=_vec(com, 3, where, "com"), inertia=0.5 * (inertia + inertia.T),
+            damping=_vec(damping, nv, where, "damping"), armature=_vec(armature, nv, where, "armature"),
+            friction=_vec(friction, nv, where, "friction"), lower=lower, upper=upper,
+            velocity_limit=_vec(velocity_limit, nv, where, "velocity limit"),
+            effort_limit=_vec(effort_limit, nv, where, "effort limit"),
+        )
+        if np.any(body.damping < 0) or np.any(body.armature < 0):
+            raise ValueError(f"{where}: damping and armature must be non-negative")
+        self._bodies.append(body)
+        self._names[name] = len(self._bodies) - 1
+        return len(self._bodies) - 1
+
+    def add_frame(self, name: str, body, *, rotation=None, translation=(0.0, 0.0, 0.0)) -> None:
+        """Add an operational frame attached to ``body`` (a name, index, or ``None`` = world)."""
+        where = f"frame {name!r}"
+        if name in self._names or any(f[0] == name for f in self._frames):
+            raise ValueError(f"{where}: name already used")
+        b = self._parent_index(body, where)
+        self._frames.append((name, b, _as_rotation(rotation, where), _vec(translation, 3, where, "translation")))
+
+    # -- build -------------------------------------------------------------------
+    def build(self, dtype=None) -> Model:
+        """Merge fixed joints, order bodies depth-first and compile the topology."""
+        if not self._bodies:
+            raise ValueError("cannot build a model without bodies")
+        bodies = self._bodies
+        n_all = len(bodies)
+        children: list[list[int]] = [[] for _ in range(n_all)]
+        roots = []
+        for i, b in enumerate(bodies):
+            (roots if b.parent == WORLD else children[b.parent]).append(i)
+
+        # Depth-first order of all links (the order of q/v in Pinocchio and MuJoCo).
+        order: list[int] = []
+        stack = list(reversed(roots))
+        while stack:
+            i = stack.pop()
+            order.append(i)
+            stack.extend(reversed(children[i]))
+
+        # Merge fixed joints: each link maps to (movable body it belongs to, pose in it).
+        owner: dict[int, int] = {}
+        pose: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        new_index: dict[int, int] = {}
+        kept: list[int] = []
+        for i in order:
+            b = bodies[i]
+            if b.parent == WORLD:
+                par_owner, pr, pp = WORLD, np.eye(3), np.zeros(3)
+            else:
+                par_owner = owner[b.parent]
+                pr, pp = pose[b.parent]
+            r = pr @ b.rotation
+            p = pp + pr @ b.translation
+            if b.joint.type == "fixed":
+                owner[i], pose[i] = par_owner, (r, p)
+            else:
+                new_index[i] = len(kept)
+                kept.append(i)
+                owner[i], pose[i] = new_index[i], (np.eye(3), np.zeros(3))
+        if not kept:
+            raise ValueError("the model has no movable joint (every joint is fixed)")
+
+        n = len(kept)
+        parent = np.zeros(n, dtype=np.int64)
+        tree_r = np.zeros((n, 3, 3))
+        tree_p = np.zeros((n, 3))
+        for i in kept:
+            b = bodies[i]
+            k = new_index[i]
+            if b.parent == WORLD:
+                parent[k], pr, pp = WORLD, np.eye(3), np.zeros(3)
+            else:
+                parent[k] = owner[b.parent]
+                pr, pp = pose[b.parent]
+            tree_r[k] = pr @ b.rotation
+            tree_p[k] = pp + pr @ b.translation
+
+        # Composite inertia of each movable body and the fixed links merged into it.
+        mass = np.zeros(n)
+        first_moment = np.zeros((n, 3))
+        second = np.zeros((n, 3, 3))  # inertia about the body origin
+        for i in order:
+            k = owner[i]
+            if k == WORLD:
+                continue
+            b = bodies[i]
+            r, p = pose[i]
+            c = r @ b.com + p
+            mass[k] += b.mass
+            first_moment[k] += b.mass * c
+            second[k] += r @ b.inertia @ r.T + b.mass * (c @ c * np.eye(3) - np.outer(c, c))
+        com = np.zeros((n, 3))
+        inertia = np.zeros((n, 3, 3))
+        for k in range(n):
+            if mass[k] > 0:
+                com[k] = first_moment[k] / mass[k]
+                c = com[k]
+                inertia[k] = second[k] - mass[k] * (c @ c * np.eye(3) - np.outer(c, c))
+                inertia[k] = 0.5 * (inertia[k] + inertia[k].T)
+
+        joint_types = tuple(bodies[i].joint.type for i in kept)
+        topo = compile_topology(parent, joint_types)
+        cat = lambda attr: np.concatenate([getattr(bodies[i], attr) for i in kept])  # noqa: E731
+
+        # Frames: one per movable body, one per merged fixed link, then user frames.
+        f_names, f_body, f_r, f_p = [], [], [], []
+        for i in order:
+            f_names.append(bodies[i].name)
+            f_body.append(owner[i])
+            f_r.append(pose[i][0])
+            f_p.append(pose[i][1])
+        for name, b, r, p in self._frames:
+            if b == WORLD:
+                ob, pr, pp = WORLD, np.eye(3), np.zeros(3)
+            else:
+                ob = owner[b]
+                pr, pp = pose[b]
+            f_names.append(name)
+            f_body.append(ob)
+            f_r.append(pr @ r)
+            f_p.append(pp + pr @ p)
+
+        dtype = dtype or jnp.zeros(()).dtype
+        arr = lambda x: jnp.asarray(np.asarray(x, dtype=np.float64), dtype=dtype)  # noqa: E731
+        return Model(
+            mass=arr(mass), com=arr(com), inertia=arr(inertia),
+            tree_rotation=arr(tree_r), tree_translation=arr(tree_p),
+            axis=arr([bodies[i].joint.axis for i in kept]),
+            pitch=arr([bodies[i].joint.pitch for i in kept]),
+            frame_rotation=arr(np.array(f_r).reshape(-1, 3, 3)),
+            frame_translation=arr(np.array(f_p).reshape(-1, 3)),
+            gravity=arr(self.gravity),
+            damping=arr(cat("damping")), armature=arr(cat("armature")), friction=arr(cat("friction")),
+            lower_limit=arr(cat("lower")), upper_limit=arr(cat("upper")),
+            velocity_limit=arr(cat("velocity_limit")), effort_limit=arr(cat("effort_limit")),
+            topology=topo,
+            body_names=tuple(bodies[i].name for i in kept),
+            joint_names=tuple(bodies[i].joint_name for i in kept),
+            frame_names=tuple(f_names), frame_body=tuple(int(x) for x in f_body),
+            name=self.name,
+        )
+
+
+def hinge_coefficients(model: Model, dtype) -> tuple[jax.Array, jax.Array]:
+    """Per-body ``(ρ, τ)`` of :mod:`sodyn.joints` (zero for non-hinge bodies)."""
+    jt = model.topology.joint_type
+    rot = np.array([t in ("revolute", "continuous", "helical") for t in jt], dtype=np.float64)
+    prism = np.array([t == "prismatic" for t in jt], dtype=np.float64)
+    helical = np.array([t == "helical" for t in jt], dtype=np.float64)
+    trans = jnp.asarray(prism, dtype) + jnp.asarray(helical, dtype) * model.pitch.astype(dtype)
+    return jnp.asarray(rot, dtype), trans
+
+
+__all__ = ["Model", "ModelBuilder", "JointSpec", "WORLD", "KERNEL_OF", "check_inertia"]
