@@ -37,6 +37,8 @@ from sodyn.configuration import (
     normalize_configuration,
     random_configuration,
 )
+from sodyn.io.mjcf import load_mjcf
+from sodyn.io.urdf import load_urdf
 from sodyn.joints import JointSpec
 from sodyn.model import Model, ModelBuilder
 
@@ -49,6 +51,6 @@ __all__ = [
     "forward_kinematics", "frame_acceleration", "frame_jacobian", "frame_jacobian_dot_times_v",
     "frame_jacobians", "frame_pose", "frame_velocity", "gravity_forces", "integrate",
     "inverse_dynamics", "inverse_mass_matrix", "inverse_mass_matrix_times", "kinetic_energy",
-    "log_det_mass_matrix", "mass_matrix", "neutral_configuration", "normalize_configuration",
+    "load_mjcf", "load_urdf", "log_det_mass_matrix", "mass_matrix", "neutral_configuration", "normalize_configuration",
     "potential_energy", "random_configuration",
 ]
