@@ -202,12 +202,15 @@ def _vec(x, n: int, where: str, what: str) -> np.ndarray:
     return a
 
 
-def check_inertia(mass: float, inertia: np.ndarray, where: str, massless_ok: bool = False) -> None:
+def check_inertia(
+    mass: float, inertia: np.ndarray, where: str, massless_ok: bool = False, triangle: bool = True
+) -> None:
     """Raise ``ValueError`` unless ``mass > 0`` and ``inertia`` is a physical rotational inertia.
 
     Physical means symmetric, positive semi-definite, and its principal moments satisfy the
-    triangle inequality ``I₁ + I₂ ≥ I₃``.  A zero mass with zero inertia is accepted only
-    with ``massless_ok``.
+    triangle inequality ``I₁ + I₂ ≥ I₃`` (skipped with ``triangle=False``, for mathematical
+    fixtures that are not real bodies).  A zero mass with zero inertia is accepted only with
+    ``massless_ok``.
     """
     if not np.isfinite(mass):
         raise ValueError(f"{where}: mass must be finite, got {mass}")
@@ -226,7 +229,7 @@ def check_inertia(mass: float, inertia: np.ndarray, where: str, massless_ok: boo
     tol = 1e-9 * max(scale, 1e-12)
     if eig[0] < -tol:
         raise ValueError(f"{where}: inertia is not positive semi-definite (eigenvalues {eig})")
-    if eig[0] + eig[1] < eig[2] - tol:
+    if triangle and eig[0] + eig[1] < eig[2] - tol:
         raise ValueError(
             f"{where}: inertia violates the triangle inequality I1 + I2 >= I3 (principal moments {eig})"
         )
@@ -288,13 +291,17 @@ class ModelBuilder:
         velocity_limit=np.inf,
         effort_limit=np.inf,
         massless_ok: bool = False,
+        check_triangle_inequality: bool = True,
     ) -> int:
         """Add a body below ``parent`` (a name, an index, or ``None`` for the world).
 
         ``rotation``/``translation`` place the joint frame in the parent body's frame
         (``rotation`` is a 3×3 matrix or a ``[w, x, y, z]`` quaternion).  ``inertia`` is the
         rotational inertia about the centre of mass ``com``, in body axes (default: that of
-        a unit solid sphere scaled by ``mass``).  Returns the body's index in the builder.
+        a unit solid sphere scaled by ``mass``).  The inertia must be physical (see
+        :func:`check_inertia`); ``massless_ok`` admits a zero mass with zero inertia and
+        ``check_triangle_inequality=False`` admits non-physical fixtures.  Returns the body's
+        index in the builder.
         """
         where = f"body {name!r}"
         if not isinstance(name, str) or not name:
@@ -319,7 +326,7 @@ class ModelBuilder:
         )
         if inertia.shape == (3,):
             inertia = np.diag(inertia)
-        check_inertia(mass, inertia, where, massless_ok)
+        check_inertia(mass, inertia, where, massless_ok, check_triangle_inequality)
         nq, nv = nq_of(joint.type), nv_of(joint.type)
         lower = np.full(nq, -np.inf) if lower is None else _vec(lower, nq, where, "lower limit")
         upper = np.full(nq, np.inf) if upper is None else _vec(upper, nq, where, "upper limit")

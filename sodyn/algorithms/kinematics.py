@@ -176,8 +176,8 @@ def frame_jacobians(model: Model, q, frames, reference: Reference = "local") -> 
     support = np.zeros((len(ids), topo.nv), dtype=bool)
     support[fb >= 0] = topo.support[fb[fb >= 0]]
     r_f, p_f = fp.rotation[ids], fp.translation[ids]
-    w = cols[None, :, :3]
-    lin = cols[None, :, 3:] + spatial.cross(w, p_f[:, None, :])  # velocity of the frame origin
+    lin = cols[None, :, 3:] + spatial.cross(cols[None, :, :3], p_f[:, None, :])  # frame-origin velocity
+    w = jnp.broadcast_to(cols[None, :, :3], lin.shape)
     jac = jnp.concatenate([w, lin], axis=-1) * jnp.asarray(support[..., None], q.dtype)
     if reference == "local":
         jac = jnp.concatenate(
@@ -246,7 +246,11 @@ def _frame_motion(model, q, v, a, frame, reference, classical):
 
 
 def kinetic_energy(model: Model, q, v) -> jax.Array:
-    """``T = ½ Σ_k V(k)ᵀ M(k) V(k)`` (Jain eq. 4.23; CDI eq. 11)."""
+    """``T = ½ Σ_k V(k)ᵀ M(k) V(k) + ½ Σ_j armature_j v_j²`` (Jain eq. 4.23; CDI eq. 11).
+
+    The armature (rotor) term makes ``∂²T/∂v² = 𝓜`` hold for :func:`sodyn.mass_matrix`,
+    which includes the armature on its diagonal.
+    """
     q = check_vector(model, q, model.nq, "q")
     v = check_vector(model, v, model.nv, "v", q.dtype)
     topo = model.topology
@@ -256,7 +260,8 @@ def kinetic_energy(model: Model, q, v) -> jax.Array:
     )
     mask = jnp.asarray(topo.mask, q.dtype)
     e = jnp.sum(vel * spatial.mv(levels.inertia, vel), axis=-1)
-    return 0.5 * jnp.sum(e * mask)
+    armature = model_params(model, q.dtype).armature
+    return 0.5 * jnp.sum(e * mask) + 0.5 * jnp.sum(armature * v * v)
 
 
 def potential_energy(model: Model, q) -> jax.Array:

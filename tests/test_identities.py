@@ -1,0 +1,186 @@
+"""The book's identities on random trees with every joint type (float64).
+
+Dense operators are built from the per-body quantities (Jain §9.2–9.4, Lemmas 7.1–7.5):
+``E_φ``/``E_ψ`` with blocks ``φ(℘(k), k)``/``ψ(℘(k), k)``, ``φ = (I − E_φ)⁻¹``, ``ψ = (I − E_ψ)⁻¹``,
+``H`` block-diagonal, ``𝒦 = E_φ 𝒢``.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import sodyn as sd
+from sodyn import spatial
+from sodyn.algorithms.common import prepare
+from sodyn.models import random_tree
+from sodyn.topology import from_levels
+
+TREES = [
+    ("fixed_base_14", dict(n_bodies=14, seed=3)),
+    ("floating_base_12", dict(n_bodies=12, seed=5, floating_base=True, armature=0.05)),
+]
+
+
+@pytest.fixture(scope="module", params=TREES, ids=[t[0] for t in TREES])
+def case(request):
+    model = random_tree(**request.param[1])
+    key = jax.random.PRNGKey(7)
+    q = sd.random_configuration(model, key)
+    v = jax.random.normal(jax.random.PRNGKey(8), (model.nv,))
+    a = jax.random.normal(jax.random.PRNGKey(9), (model.nv,))
+
+    @jax.jit
+    def everything(q, v, a):
+        return dict(
+            M=sd.mass_matrix(model, q),
+            Minv=sd.inverse_mass_matrix(model, q),
+            logdet=sd.log_det_mass_matrix(model, q),
+            tau=sd.inverse_dynamics(model, q, v, a),
+            bias=sd.bias_forces(model, q, v),
+            hess=jax.hessian(lambda vv: sd.kinetic_energy(model, q, vv))(v),
+            minv_a=sd.inverse_mass_matrix_times(model, q, a),
+            abi=sd.articulated_body_inertias(model, q),
+            composite=sd.composite_inertias(model, q),
+            body_jac=sd.frame_jacobians(model, q, list(model.body_names)),
+        )
+
+    out = everything(q, v, a)
+    out["qdd"] = jax.jit(lambda q, v, t: sd.forward_dynamics(model, q, v, t))(q, v, out["tau"])
+    return model, q, v, a, out
+
+
+def test_mass_matrix_symmetric_positive_definite(case):
+    _, _, _, _, out = case
+    M = np.asarray(out["M"])
+    np.testing.assert_allclose(M, M.T, atol=1e-12)
+    assert np.linalg.eigvalsh(M).min() > 0
+
+
+def test_inverse_mass_matrix(case):
+    model, _, _, a, out = case
+    np.testing.assert_allclose(out["M"] @ out["Minv"], np.eye(model.nv), atol=1e-10)
+    np.testing.assert_allclose(out["minv_a"], np.linalg.solve(out["M"], a), atol=1e-10)
+
+
+def test_forward_dynamics_inverts_inverse_dynamics(case):
+    _, _, _, a, out = case
+    np.testing.assert_allclose(out["qdd"], a, atol=1e-10)
+
+
+def test_equation_of_motion_split(case):
+    _, _, _, a, out = case
+    np.testing.assert_allclose(out["M"] @ a + out["bias"], out["tau"], atol=1e-10)
+
+
+def test_kinetic_energy_hessian_is_mass_matrix(case):
+    _, _, _, _, out = case
+    np.testing.assert_allclose(out["hess"], out["M"], atol=1e-12)
+
+
+def test_log_det(case):
+    _, _, _, _, out = case
+    sign, logdet = np.linalg.slogdet(np.asarray(out["M"]))
+    assert sign > 0
+    assert out["logdet"] == pytest.approx(logdet, abs=1e-10)
+
+
+def _dense_operators(model, q, out):
+    n, nv = model.n_bodies, model.nv
+    levels = prepare(model, q)
+    rel_r = np.asarray(from_levels(model.topology, levels.rel_r))
+    rel_p = np.asarray(from_levels(model.topology, levels.rel_p))
+    phi_k = np.swapaxes(np.asarray(spatial.motion_transform_matrix(rel_r, rel_p)), -1, -2)
+    abi = out["abi"]
+    e_phi = np.zeros((6 * n, 6 * n))
+    e_psi = np.zeros((6 * n, 6 * n))
+    for k, p in enumerate(model.parent):
+        if p >= 0:
+            e_phi[6 * p: 6 * p + 6, 6 * k: 6 * k + 6] = phi_k[k]
+            e_psi[6 * p: 6 * p + 6, 6 * k: 6 * k + 6] = np.asarray(abi.psi[k])
+    phi = np.linalg.inv(np.eye(6 * n) - e_phi)
+    psi = np.linalg.inv(np.eye(6 * n) - e_psi)
+    h = np.zeros((nv, 6 * n))
+    g = np.zeros((6 * n, nv))
+    inertia = np.zeros((6 * n, 6 * n))
+    spatial_inertia = np.asarray(spatial.spatial_inertia(model.mass, model.com, model.inertia))
+    body_jac = np.asarray(out["body_jac"])
+    for j in range(nv):
+        k = model.topology.dof_body[j]
+        h[j, 6 * k: 6 * k + 6] = body_jac[k][:, j]  # H*(k) columns: the body's own joint axes
+        g[6 * k: 6 * k + 6, j] = np.asarray(abi.G[j])
+    for k in range(n):
+        inertia[6 * k: 6 * k + 6, 6 * k: 6 * k + 6] = spatial_inertia[k]
+    return dict(e_phi=e_phi, phi=phi, psi=psi, h=h, g=g, inertia=inertia, K=e_phi @ g)
+
+
+def test_newton_euler_factorization(case):
+    """𝓜 = H φ M φ* H* (Jain eq. 4.13 / CDI eq. 14), without armature."""
+    model, q, _, _, out = case
+    ops = _dense_operators(model, q, out)
+    dense = ops["h"] @ ops["phi"] @ ops["inertia"] @ ops["phi"].T @ ops["h"].T
+    np.testing.assert_allclose(dense + np.diag(model.armature), out["M"], atol=1e-10)
+
+
+def test_innovations_factorization_and_inverse(case):
+    """𝓜 = [I + HφK] D [I + HφK]*, [I + HφK]⁻¹ = I − HψK, 𝓜⁻¹ = [I − HψK]* D⁻¹ [I − HψK]."""
+    model, q, _, _, out = case
+    ops = _dense_operators(model, q, out)
+    nv = model.nv
+    d = np.asarray(out["abi"].D)
+    upper = np.eye(nv) + ops["h"] @ ops["phi"] @ ops["K"]
+    lower_inv = np.eye(nv) - ops["h"] @ ops["psi"] @ ops["K"]
+    np.testing.assert_allclose(upper @ d @ upper.T, out["M"], atol=1e-10)
+    np.testing.assert_allclose(upper @ lower_inv, np.eye(nv), atol=1e-10)
+    np.testing.assert_allclose(lower_inv.T @ np.linalg.inv(d) @ lower_inv, out["Minv"], atol=1e-9)
+    assert np.prod(np.linalg.eigvalsh(d)) == pytest.approx(np.linalg.det(out["M"]), rel=1e-9)
+
+
+def test_riccati_identities(case):
+    """P⁺ = τ̄P = Pτ̄* = τ̄Pτ̄* and R − P ⪰ 0 (Jain Lemma 7.2, Table 7.1; SLD §2.6).
+
+    With armature, ``D = HPH* + armature`` and ``τ̄Pτ̄* = P⁺`` no longer holds; the other two do.
+    """
+    model, _, _, _, out = case
+    abi = out["abi"]
+    p, p_plus, tb = np.asarray(abi.P), np.asarray(abi.P_plus), np.asarray(abi.tau_bar)
+    np.testing.assert_allclose(tb @ p, p_plus, atol=1e-10)
+    np.testing.assert_allclose(p @ np.swapaxes(tb, -1, -2), p_plus, atol=1e-10)
+    if not np.any(np.asarray(model.armature)):
+        np.testing.assert_allclose(tb @ p @ np.swapaxes(tb, -1, -2), p_plus, atol=1e-10)
+    diff = np.asarray(out["composite"]) - p
+    assert np.min(np.linalg.eigvalsh(0.5 * (diff + np.swapaxes(diff, -1, -2)))) > -1e-10
+
+
+def test_gather_and_scatter_match_dense_resolvent(case):
+    """φ x and φ* x by the recursions equal the dense (I − E_φ)⁻¹ (CDI §1.2, T5)."""
+    model, q, _, _, out = case
+    ops = _dense_operators(model, q, out)
+    n = model.n_bodies
+    x = np.random.default_rng(0).normal(size=(n, 6))
+    # φ* x: body velocities from per-body joint motions x (scatter).
+    from sodyn.algorithms.inverse_dynamics import body_forces_levels
+    from sodyn.topology import scatter, to_levels
+
+    levels = prepare(model, q)
+    xl = to_levels(model.topology, jnp.asarray(x), jnp.zeros(6))
+
+    def step(parent, inp):
+        r, p, xk = inp
+        y = spatial.motion_to_child(r, p, parent) + xk
+        return y, y
+
+    ys = scatter(model.topology, step, jnp.zeros(6), (levels.rel_r, levels.rel_p, xl))
+    np.testing.assert_allclose(from_levels(model.topology, ys).reshape(-1), ops["phi"].T @ x.reshape(-1), atol=1e-12)
+    fs = body_forces_levels(levels, model.topology, xl)
+    np.testing.assert_allclose(from_levels(model.topology, fs).reshape(-1), ops["phi"] @ x.reshape(-1), atol=1e-12)
+    # Nilpotency: E_φ^depth = 0 and E_φ^(depth−1) ≠ 0.
+    depth = model.topology.n_levels
+    assert np.allclose(np.linalg.matrix_power(ops["e_phi"], depth), 0)
+    assert not np.allclose(np.linalg.matrix_power(ops["e_phi"], depth - 1), 0)
+
+
+def test_integrate_and_difference_are_inverse(case):
+    model, q, v, _, _ = case
+    q1 = sd.integrate(model, q, v, 0.3)
+    np.testing.assert_allclose(sd.difference(model, q, q1), 0.3 * v, atol=1e-10)
