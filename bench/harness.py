@@ -1,0 +1,372 @@
+"""Measurement worker: times sodyn, Pinocchio and MJX in one process and appends JSON lines.
+
+Run by ``bench/run.py`` in a sub-process per XLA flag setting (XLA_FLAGS must be set before
+``import jax``).  Every record is one (library, model, op, batch, dtype) measurement::
+
+    {"lib", "model", "op", "B", "dtype", "xla", "per_sample_us", "call_us", "compile_s",
+     "xla_bytes", "reps", "status", "note", ...}
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import resource
+import statistics
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import models as bm  # noqa: E402
+
+OPS = ("rnea", "M", "Minv", "fd", "lambda", "gradfd")
+MJX_OPS = ("rnea", "M", "Minv", "fd", "gradfd")
+
+
+def loadavg() -> str:
+    try:
+        with open("/proc/loadavg") as f:
+            return " ".join(f.read().split()[:3])
+    except OSError:
+        return "?"
+
+
+LOAD0 = loadavg()
+
+
+def maxrss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+class Timer:
+    """Adaptive repeats: median over ``reps`` samples, each sample ≥ ~1 ms of calls,
+    the whole measurement limited to about ``budget_s``."""
+
+    def __init__(self, budget_s: float = 1.0, max_reps: int = 30, min_reps: int = 3):
+        self.budget_s, self.max_reps, self.min_reps = budget_s, max_reps, min_reps
+
+    def __call__(self, f):
+        t0 = time.perf_counter()
+        f()
+        first = time.perf_counter() - t0
+        if first >= self.budget_s:  # very slow: one more call, median of the two
+            t0 = time.perf_counter()
+            f()
+            second = time.perf_counter() - t0
+            return statistics.median([first, second]), 2
+        inner = max(1, int(2e-3 / max(first, 1e-7)))
+        n = int(self.budget_s / (first * inner))
+        n = max(self.min_reps, min(self.max_reps, n))
+        samples = []
+        for _ in range(n):
+            t0 = time.perf_counter()
+            for _ in range(inner):
+                f()
+            samples.append((time.perf_counter() - t0) / inner)
+        return statistics.median(samples), n * inner
+
+
+class Sink:
+    def __init__(self, path: str, xla: str, verbose: bool = True):
+        self.path, self.xla, self.verbose = path, xla, verbose
+
+    def __call__(self, **rec):
+        rec.setdefault("xla", self.xla)
+        rec.setdefault("status", "ok")
+        with open(self.path, "a") as f:
+            f.write(json.dumps(rec) + "\n")
+        if self.verbose:
+            ps = rec.get("per_sample_us")
+            txt = f"{ps:10.3f} us/sample" if isinstance(ps, (int, float)) else rec["status"]
+            cs = rec.get("compile_s")
+            cs = f" compile {cs:6.2f}s" if isinstance(cs, (int, float)) else ""
+            print(f"[{self.xla}] {rec['lib']:>12} {rec['model']:>9} {rec['op']:>7} B={rec['B']:<5} "
+                  f"{rec['dtype']:>7} {txt}{cs} {rec.get('note', '')}", flush=True)
+
+
+def _predicted_skip(prev_per_sample_s, B, out_bytes, max_call_s, max_bytes):
+    if out_bytes > max_bytes:
+        return f"skipped: output {out_bytes / 2**30:.1f} GiB > limit"
+    if prev_per_sample_s is not None and prev_per_sample_s * B > max_call_s:
+        return f"skipped: predicted {prev_per_sample_s * B:.1f} s per call > {max_call_s:.0f} s limit"
+    return None
+
+
+# ----------------------------------------------------------------------------- sodyn + pin
+
+
+def run_sodyn_pin(cfg, model_name: str, sink: Sink):
+    import jax
+    import jax.numpy as jnp
+
+    jax.config.update("jax_enable_x64", True)
+    import sodyn as sd
+    from sodyn.io import q_to_pinocchio, v_to_pinocchio
+
+    pm = bm.pin_model(model_name) if ("pin" in cfg.peers or not bm.is_chain(model_name)) else None
+    model = bm.sodyn_model(model_name, pm)
+    nv, nq = model.nv, model.nq
+    frame = bm.ee_frame(model_name)
+    timer = Timer(cfg.budget_s, cfg.max_reps)
+    common = dict(model=model_name, nv=int(nv))
+
+    has_osi = hasattr(sd, "operational_space_inertia")
+    Bmax = max(cfg.batches)
+    key = jax.random.PRNGKey(0)
+    kq, kv, kt = jax.random.split(key, 3)
+    q64 = jax.vmap(lambda k: sd.random_configuration(model, k))(jax.random.split(kq, Bmax))
+    v64 = jax.random.normal(kv, (Bmax, nv), jnp.float64)
+    t64 = jax.random.normal(kt, (Bmax, nv), jnp.float64)
+
+    # ---------------- Pinocchio (float64 only: its Python bindings are double precision)
+    if pm is not None and "pin" in cfg.peers:
+        import pinocchio as pin
+
+        qp = np.asarray(jax.vmap(lambda q: q_to_pinocchio(model, q))(q64), dtype=np.float64)
+        vp = np.asarray(jax.vmap(lambda v: v_to_pinocchio(model, v))(v64), dtype=np.float64)
+        tp = np.asarray(jax.vmap(lambda v: v_to_pinocchio(model, v))(t64), dtype=np.float64)
+        data = pm.createData()
+        # agreement check (sample 0): sodyn FD vs Pinocchio ABA
+        a_sd = np.asarray(v_to_pinocchio(model, sd.forward_dynamics(model, q64[0], v64[0], t64[0])))
+        a_pin = pin.aba(pm, data, qp[0], vp[0], tp[0])
+        err = float(np.max(np.abs(a_sd - a_pin)) / (1.0 + np.max(np.abs(a_pin))))
+        sink(lib="check", op="fd", B=1, dtype="float64", agree_rel_err=err, note="sodyn FD vs pin.aba", **common)
+
+        fid = pm.getFrameId(frame)
+        fr = pm.frames[fid]
+        cm = pin.RigidConstraintModel(pin.ContactType.CONTACT_6D, pm, fr.parentJoint, fr.placement,
+                                      pin.ReferenceFrame.LOCAL)
+        cms = pin.StdVec_RigidConstraintModel()
+        cms.append(cm)
+        cds = pin.StdVec_RigidConstraintData()
+        cds.append(cm.createData())
+
+        def lam(i):
+            return np.linalg.inv(pin.computeDelassusMatrix(pm, data, qp[i], cms, cds, 0.0))
+
+        single = {
+            "rnea": lambda i: pin.rnea(pm, data, qp[i], vp[i], tp[i]),
+            "M": lambda i: pin.crba(pm, data, qp[i]),
+            "Minv": lambda i: pin.computeMinverse(pm, data, qp[i]),
+            "fd": lambda i: pin.aba(pm, data, qp[i], vp[i], tp[i]),
+            "lambda": lam,
+            "gradfd": lambda i: pin.computeABADerivatives(pm, data, qp[i], vp[i], tp[i]),
+        }
+        notes = {
+            "M": "crba (upper triangle)", "Minv": "computeMinverse (upper triangle)",
+            "lambda": "inv(computeDelassusMatrix 6D)", "gradfd": "computeABADerivatives (full Jacobians)",
+        }
+        ncores = os.cpu_count() or 1
+        pool = pin.ModelPool(pm, ncores)
+        Qf, Vf, Tf = (np.asfortranarray(x.T) for x in (qp, vp, tp))
+        loop_ps = {}
+        for op in cfg.ops:
+            # the per-sample loop cost does not depend on B: loop over min(B, 256) samples
+            nloop = min(Bmax, 256)
+            f = single[op]
+
+            def loop(f=f, nloop=nloop):
+                for i in range(nloop):
+                    f(i)
+
+            t, reps = timer(loop)
+            loop_ps[op] = t / nloop
+            for B in cfg.batches:
+                sink(lib="pin-loop", op=op, B=B, dtype="float64", per_sample_us=t / nloop * 1e6,
+                     call_us=t / nloop * B * 1e6, reps=reps, note=notes.get(op, "") + " python loop, 1 thread",
+                     **common)
+                if op in ("fd", "rnea"):
+                    par = pin.abaInParallel if op == "fd" else pin.rneaInParallel
+                    for nt, lib in ((ncores, "pin-par"), (1, "pin-par1")):
+                        if lib == "pin-par1" and ncores == 1:
+                            continue
+                        Q, V, T = Qf[:, :B], Vf[:, :B], Tf[:, :B]
+                        tt, reps = timer(lambda: par(nt, pool, Q, V, T))
+                        sink(lib=lib, op=op, B=B, dtype="float64", per_sample_us=tt / B * 1e6, call_us=tt * 1e6,
+                             reps=reps, note=f"{par.__name__} {nt} thread(s)", **common)
+                else:
+                    sink(lib="pin-par", op=op, B=B, dtype="float64", per_sample_us=t / nloop / ncores * 1e6,
+                         call_us=t / nloop * B / ncores * 1e6, reps=reps, estimated=True,
+                         note=f"ESTIMATE: pin {pin.__version__} has no parallel {notes[op].split()[0]}; 1-thread loop / {ncores} cores",
+                         **common)
+
+    # ---------------- sodyn
+    if "sodyn" not in cfg.libs:
+        return
+
+    def make_fns(m):
+        fns = {
+            "rnea": lambda q, v, t: sd.inverse_dynamics(m, q, v, t),
+            "M": lambda q, v, t: sd.mass_matrix(m, q),
+            "Minv": lambda q, v, t: sd.inverse_mass_matrix(m, q),
+            "fd": lambda q, v, t: sd.forward_dynamics(m, q, v, t),
+            "gradfd": jax.grad(lambda q, v, t: jnp.sum(sd.forward_dynamics(m, q, v, t)), argnums=(0, 2)),
+        }
+        if has_osi:
+            fns["lambda"] = lambda q, v, t: sd.operational_space_inertia(m, q, [frame])
+        fns["lambda_composed"] = lambda q, v, t: _lambda_composed(sd, m, q, frame)
+        return fns
+
+    for dt_name in cfg.dtypes:
+        dt = jnp.float64 if dt_name == "float64" else jnp.float32
+        m = model.astype(dt)
+        fns = make_fns(m)
+        ops = list(cfg.ops)
+        if "lambda" in ops:
+            ops.insert(ops.index("lambda") + 1, "lambda_composed")
+        for op in ops:
+            if op == "lambda" and not has_osi:
+                for B in cfg.batches:
+                    sink(lib="sodyn", op=op, B=B, dtype=dt_name, status="not available",
+                         note="sd.operational_space_inertia missing", **common)
+                continue
+            fn = fns[op]
+            prev = None
+            for B in sorted(cfg.batches):
+                out_elems = {"M": nv * nv, "Minv": nv * nv, "lambda": 36, "lambda_composed": 36,
+                             "gradfd": nq + nv}.get(op, nv)
+                out_bytes = B * out_elems * (8 if dt_name == "float64" else 4) * (8 if op == "gradfd" else 3)
+                skip = _predicted_skip(prev, B, out_bytes, cfg.max_call_s, cfg.max_bytes)
+                if skip:
+                    sink(lib="sodyn", op=op, B=B, dtype=dt_name, status="skipped", note=skip, **common)
+                    continue
+                q, v, t = q64[:B].astype(dt), v64[:B].astype(dt), t64[:B].astype(dt)
+                try:
+                    t0 = time.perf_counter()
+                    compiled = jax.jit(jax.vmap(fn)).lower(q, v, t).compile()
+                    tc = time.perf_counter() - t0
+                except NotImplementedError as e:
+                    sink(lib="sodyn", op=op, B=B, dtype=dt_name, status="not available",
+                         note=f"NotImplementedError: {e}"[:120], **common)
+                    break
+                except Exception as e:  # noqa: BLE001 - report and go on
+                    sink(lib="sodyn", op=op, B=B, dtype=dt_name, status="error", note=repr(e)[:200], **common)
+                    break
+                mem = _mem(compiled)
+                try:
+                    tt, reps = timer(lambda: jax.block_until_ready(compiled(q, v, t)))
+                except Exception as e:  # noqa: BLE001
+                    sink(lib="sodyn", op=op, B=B, dtype=dt_name, status="error", note=repr(e)[:200], **common)
+                    break
+                prev = tt / B
+                note = "jit(vmap) of inv(J M^-1 J^T) from sodyn primitives" if op == "lambda_composed" else ""
+                sink(lib="sodyn", op=op, B=B, dtype=dt_name, per_sample_us=tt / B * 1e6, call_us=tt * 1e6,
+                     compile_s=tc, xla_bytes=mem, reps=reps, note=note, **common)
+                del compiled
+    sink(lib="process", op="-", B=0, dtype="-", maxrss_mb=maxrss_mb(), note="sodyn/pin worker peak RSS",
+         loadavg_end=loadavg(), loadavg_start=LOAD0,
+         **common)
+
+
+def _lambda_composed(sd, m, q, frame):
+    import jax.numpy as jnp
+
+    J = sd.frame_jacobian(m, q, frame)
+    Mi = sd.inverse_mass_matrix(m, q)
+    return jnp.linalg.inv(J @ Mi @ J.T)
+
+
+def _mem(compiled):
+    try:
+        ma = compiled.memory_analysis()
+        return int(ma.temp_size_in_bytes + ma.argument_size_in_bytes + ma.output_size_in_bytes)
+    except Exception:  # noqa: BLE001
+        return None
+
+
+# ----------------------------------------------------------------------------- MJX
+
+
+
+
+def run_mjx(cfg, model_name: str, sink: Sink):
+    import jax
+    import jax.numpy as jnp
+    import mujoco
+    from mujoco import mjx
+
+    mjm = bm.mujoco_model(model_name)
+    m = mjx.put_model(mjm)
+    d0 = mjx.make_data(m)
+    nq, nv = mjm.nq, mjm.nv
+    timer = Timer(cfg.budget_s, cfg.max_reps)
+    common = dict(model=model_name, nv=int(nv))
+    rng = np.random.default_rng(0)
+    Bmax = max(cfg.batches)
+    qpos = np.tile(mjm.qpos0, (Bmax, 1)) + 0.3 * rng.standard_normal((Bmax, nq))
+    for j in range(mjm.njnt):
+        if mjm.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE:
+            a = mjm.jnt_qposadr[j] + 3
+            qpos[:, a:a + 4] /= np.linalg.norm(qpos[:, a:a + 4], axis=1, keepdims=True)
+    qvel = rng.standard_normal((Bmax, nv))
+    tau = rng.standard_normal((Bmax, nv))
+    qpos, qvel, tau = (jnp.asarray(x, jnp.float32) for x in (qpos, qvel, tau))
+    eye = jnp.eye(nv, dtype=jnp.float32)
+
+    def with_state(qp, qv, t):
+        return d0.replace(qpos=qp, qvel=qv, qfrc_applied=t)
+
+    def fwd(qp, qv, t):
+        return mjx.forward(m, with_state(qp, qv, t)).qacc
+
+    def mass(qp):
+        d = with_state(qp, d0.qvel, d0.qfrc_applied)
+        d = mjx.kinematics(m, d)
+        d = mjx.com_pos(m, d)
+        d = mjx.crb(m, d)
+        return d
+
+    fns = {
+        "fd": fwd,
+        "rnea": lambda qp, qv, t: mjx.inverse(m, with_state(qp, qv, d0.qfrc_applied).replace(qacc=t)).qfrc_inverse,
+        "M": lambda qp, qv, t: mjx.full_m(m, mass(qp)),
+        "Minv": lambda qp, qv, t: _mjx_minv(mjx, m, mass(qp), eye),
+        "gradfd": jax.grad(lambda qp, qv, t: jnp.sum(fwd(qp, qv, t)), argnums=(0, 2)),
+    }
+    notes = {"fd": "mjx.forward -> qacc", "rnea": "mjx.inverse -> qfrc_inverse", "M": "kinematics+com_pos+crb+full_m",
+             "Minv": "... +factor_m+solve_m(I)", "gradfd": "jax.grad through mjx.forward"}
+    for op in cfg.ops:
+        if op == "gradfd" and not cfg.mjx_batches(op, model_name):
+            sink(lib="mjx", op=op, B=0, dtype="float32", status="skipped",
+                 note="MJX gradient not compiled for this model (--mjx-grad-models; compile ≥45 s)", **common)
+            continue
+        if op not in MJX_OPS:
+            for B in cfg.mjx_batches(op, model_name):
+                sink(lib="mjx", op=op, B=B, dtype="float32", status="not available",
+                     note="MJX has no operational-space inertia", **common)
+            continue
+        prev = None
+        for B in sorted(cfg.mjx_batches(op, model_name)):
+            skip = _predicted_skip(prev, B, 0, cfg.max_call_s, cfg.max_bytes)
+            if skip:
+                sink(lib="mjx", op=op, B=B, dtype="float32", status="skipped", note=skip, **common)
+                continue
+            args = (qpos[:B], qvel[:B], tau[:B])
+            try:
+                t0 = time.perf_counter()
+                compiled = jax.jit(jax.vmap(fns[op])).lower(*args).compile()
+                tc = time.perf_counter() - t0
+                tt, reps = timer(lambda: jax.block_until_ready(compiled(*args)))
+            except Exception as e:  # noqa: BLE001
+                sink(lib="mjx", op=op, B=B, dtype="float32", status="error", note=repr(e)[:200], **common)
+                break
+            prev = tt / B
+            sink(lib="mjx", op=op, B=B, dtype="float32", per_sample_us=tt / B * 1e6, call_us=tt * 1e6,
+                 compile_s=tc, xla_bytes=_mem(compiled), reps=reps, note=notes[op], **common)
+    sink(lib="process", op="-", B=0, dtype="-", maxrss_mb=maxrss_mb(), note="mjx worker peak RSS",
+         loadavg_end=loadavg(), loadavg_start=LOAD0, **common)
+
+
+def _mjx_minv(mjx, m, d, eye):
+    import jax
+    from mujoco.mjx._src import smooth
+
+    d = smooth.factor_m(m, d)
+    return jax.vmap(lambda x: smooth.solve_m(m, d, x))(eye)
+
+
+def finite_positive(x) -> bool:
+    return isinstance(x, (int, float)) and math.isfinite(x) and x > 0

@@ -1,0 +1,37 @@
+"""Smoke test of the benchmark harness (bench/run.py --quick): rows exist, numbers finite and positive.
+
+No timing assertions: the harness only has to run end to end and write its report.
+"""
+
+import json
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RUN = os.path.join(ROOT, "bench", "run.py")
+
+pytest.importorskip("pinocchio")
+
+
+def test_bench_quick(tmp_path):
+    r = subprocess.run([sys.executable, RUN, "--quick", "--no-plots", "--out", str(tmp_path)],
+                       capture_output=True, text=True, timeout=150)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    recs = [json.loads(line) for line in (tmp_path / "raw.jsonl").read_text().splitlines() if line.strip()]
+    rows = {(x["lib"], x["op"], x["B"], x["dtype"]): x for x in recs if x.get("lib") not in ("meta",)}
+    for op in ("rnea", "M", "fd"):
+        for lib in ("sodyn", "pin-loop", "pin-par"):
+            x = rows[(lib, op, 2, "float64")]
+            assert x["status"] == "ok", x
+            assert math.isfinite(x["per_sample_us"]) and x["per_sample_us"] > 0, x
+        s = rows[("sodyn", op, 2, "float64")]
+        assert math.isfinite(s["compile_s"]) and s["compile_s"] > 0
+    check = rows[("check", "fd", 1, "float64")]
+    assert check["agree_rel_err"] < 1e-8
+    md = (tmp_path / "results.md").read_text()
+    assert "sodyn commit measured" in md and "### chain8" in md
+    assert "| FD (ABA) | 64 | 2 |" in md
