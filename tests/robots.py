@@ -15,6 +15,7 @@ ROBOTS = {
     "solo12": ("solo_description/robots/solo12.urdf", True),
     "anymal_b": ("anymal_b_simple_description/robots/anymal.urdf", True),
     "go1": ("go1_description/urdf/go1.urdf", True),
+    "a1": ("a1_description/urdf/a1.urdf", True),
     "talos_full": ("talos_data/robots/talos_full_v2.urdf", True),
     "allegro": ("allegro_hand_description/urdf/allegro_right_hand.urdf", False),
     "baxter": ("baxter_description/urdf/baxter.urdf", False),
@@ -50,3 +51,29 @@ def robot_path(name: str) -> pathlib.Path:
     if d is None:
         pytest.skip("example-robot-data is not installed")
     return d / ROBOTS[name][0]
+
+
+#: Robots MuJoCo 3.17 refuses to compile from their URDF (it rejects rotational inertias that
+#: violate the triangle inequality, which Pinocchio and sodyn accept with a warning).
+MUJOCO_REJECTS = {
+    "anymal_b": "base inertia violates the triangle inequality ('inertia must have positive eigenvalues')",
+    "go1": "base inertia violates the triangle inequality ('inertia must have positive eigenvalues')",
+    "allegro": "link_3.0 inertia violates A + B >= C",
+}
+
+
+def urdf_for_mujoco(path) -> str:
+    """The URDF text without <visual>/<collision> (meshes) and with a MuJoCo compiler block
+    that keeps static links as bodies (``fusestatic="false"``)."""
+    import xml.etree.ElementTree as ET
+
+    root = ET.parse(path).getroot()
+    for link in root.findall("link"):
+        for tag in ("visual", "collision"):
+            for e in link.findall(tag):
+                link.remove(e)
+    for e in root.findall("mujoco"):
+        root.remove(e)
+    mj = ET.SubElement(root, "mujoco")
+    ET.SubElement(mj, "compiler", discardvisual="true", fusestatic="false")
+    return ET.tostring(root, encoding="unicode")

@@ -1,6 +1,20 @@
 """Model import (Pinocchio models, URDF, MJCF) and conversions between the q/v conventions of
 sodyn, Pinocchio and MuJoCo."""
 
+from sodyn.io.mjcf import (
+    a_from_mujoco,
+    a_to_mujoco,
+    from_mujoco,
+    load_mjcf,
+    mass_matrix_from_mujoco,
+    q_from_mujoco,
+    q_to_mujoco,
+    tau_from_mujoco,
+    tau_to_mujoco,
+    v_from_mujoco,
+    v_to_mujoco,
+    velocity_map_to_mujoco,
+)
 from sodyn.io.pinocchio import (
     from_pinocchio,
     q_from_pinocchio,
@@ -8,5 +22,11 @@ from sodyn.io.pinocchio import (
     v_from_pinocchio,
     v_to_pinocchio,
 )
+from sodyn.io.urdf import CoupledURDF, MimicCoupling, load_urdf
 
-__all__ = ["from_pinocchio", "q_from_pinocchio", "q_to_pinocchio", "v_from_pinocchio", "v_to_pinocchio"]
+__all__ = [
+    "CoupledURDF", "MimicCoupling", "a_from_mujoco", "a_to_mujoco", "from_mujoco", "from_pinocchio",
+    "load_mjcf", "load_urdf", "mass_matrix_from_mujoco", "q_from_mujoco", "q_from_pinocchio",
+    "q_to_mujoco", "q_to_pinocchio", "tau_from_mujoco", "tau_to_mujoco", "v_from_mujoco",
+    "v_from_pinocchio", "v_to_mujoco", "v_to_pinocchio", "velocity_map_to_mujoco",
+]

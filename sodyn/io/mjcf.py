@@ -1,10 +1,320 @@
-"""MJCF import through the ``mujoco`` package (to be written): see ``load_mjcf``."""
+"""MJCF import through the ``mujoco`` package, and MuJoCo ↔ sodyn state conversions.
+
+:func:`load_mjcf` compiles the file with ``mujoco.MjModel.from_xml_path`` (or
+``from_xml_string``) and :func:`from_mujoco` converts the *compiled* model, so every MJCF
+default, ``<include>``, ``childclass`` and inertia-from-geometry rule is MuJoCo's own.
+
+Conversion rules
+----------------
+* **Bodies** keep MuJoCo's order (depth-first, the order of ``qpos``/``qvel``).  A MuJoCo
+  body with several joints becomes a chain of sodyn bodies, one per joint: all but the last
+  are massless and named ``<body>__<joint>``; the last carries the inertia (``body_mass``,
+  ``body_ipos``, ``body_iquat``, ``body_inertia``).
+* **Joint anchors.**  A sodyn body frame sits on its joint (hinge/ball: at ``jnt_pos``).
+  When the anchor is not the MuJoCo body origin the body is named ``<body>__anchor`` and a
+  frame named ``<body>`` marks the MuJoCo body frame, so ``frame_pose(model, q, "<body>")``
+  is MuJoCo's ``xpos``/``xmat``.  Named sites become frames too.
+* **Reference positions** (``ref``, i.e. ``qpos0`` of hinges and slides) are folded into the
+  joint placement, so ``q`` *is* MuJoCo's ``qpos`` for every joint type: hinge angles and
+  slide displacements, ``[p, quat wxyz]`` for free joints, ``quat wxyz`` for balls.
+* **Velocities.**  Hinge, slide and ball velocities are the same in both libraries (a ball's
+  ``qvel`` is the child's angular velocity relative to its parent, in the child frame).  A
+  free joint's ``qvel`` is ``[v_world; ω_local]`` (linear velocity of the body origin in the
+  world frame, angular velocity in the body frame); sodyn's is ``[ω; v]`` with both in the
+  body frame, so converting velocities, accelerations and generalised forces of free joints
+  needs the body orientation ``q`` (and, for accelerations, ``v``): see
+  :func:`v_from_mujoco`, :func:`a_from_mujoco`, :func:`tau_from_mujoco`,
+  :func:`mass_matrix_from_mujoco`.
+* **Joint data.**  ``dof_damping`` → ``damping``, ``dof_armature`` → ``armature``,
+  ``dof_frictionloss`` → ``friction``, ``jnt_range`` of limited joints → limits,
+  ``opt.gravity`` → ``gravity``.  (MuJoCo applies free-joint armature and damping to
+  ``[v_world; ω_local]``; they are copied as is, which is exact when the three linear values
+  are equal.)
+* **Not part of the tree, ignored with a warning:** equality constraints, tendons, joint
+  stiffness (springs), gravity compensation, actuators are simply not modelled (sodyn takes
+  ``tau``), and contacts/limits are constraints.  A free joint below another body or
+  combined with other joints in one body raises ``ValueError`` (MuJoCo itself rejects both).
+"""
 
 from __future__ import annotations
 
-from sodyn.model import Model
+import os
+import warnings
+
+import jax.numpy as jnp
+import numpy as np
+
+from sodyn import spatial
+from sodyn.io import _xml
+from sodyn.joints import JointSpec, nq_of, nv_of
+from sodyn.model import Model, ModelBuilder
 
 
-def load_mjcf(path_or_xml, **options) -> Model:
-    """Load an MJCF file (compiled by ``mujoco``) into a :class:`sodyn.Model`."""
-    raise NotImplementedError("load_mjcf is being written")
+def _quat_to_matrix(q) -> np.ndarray:
+    w, x, y, z = np.asarray(q, dtype=np.float64) / np.linalg.norm(q)
+    return np.array([
+        [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+        [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+        [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
+    ])
+
+
+def _axis_angle(axis, angle) -> np.ndarray:
+    a = np.asarray(axis, float)
+    a = a / np.linalg.norm(a)
+    K = np.array([[0, -a[2], a[1]], [a[2], 0, -a[0]], [-a[1], a[0], 0]])
+    return np.eye(3) + np.sin(angle) * K + (1 - np.cos(angle)) * K @ K
+
+
+def load_mjcf(path_or_xml, *, name: str | None = None, dtype=None) -> Model:
+    """Compile an MJCF file or XML string with ``mujoco`` and convert it (module docstring).
+
+    Raises ``FileNotFoundError`` for a missing file and ``ValueError`` (naming the file and
+    MuJoCo's message, which gives the element and line) when MuJoCo rejects the model.
+    """
+    import mujoco
+
+    if isinstance(path_or_xml, bytes):
+        path_or_xml = path_or_xml.decode("utf-8")
+    if _xml.looks_like_xml(path_or_xml):
+        source = "<MJCF string>"
+        try:
+            mj = mujoco.MjModel.from_xml_string(path_or_xml)
+        except ValueError as e:
+            raise ValueError(f"{source}: MuJoCo could not compile the model: {e}") from None
+    else:
+        if not isinstance(path_or_xml, (str, os.PathLike)):
+            raise TypeError(f"expected a file path or an XML string, got {type(path_or_xml).__name__}")
+        source = str(path_or_xml)
+        if not os.path.isfile(source):
+            raise FileNotFoundError(f"MJCF file not found: {source!r}")
+        try:
+            mj = mujoco.MjModel.from_xml_path(source)
+        except ValueError as e:
+            raise ValueError(f"{source}: MuJoCo could not compile the model: {e}") from None
+    try:
+        return from_mujoco(mj, name=name, dtype=dtype)
+    except ValueError as e:
+        raise ValueError(f"{source}: {e}") from None
+
+
+def from_mujoco(mj, name: str | None = None, dtype=None) -> Model:
+    """Convert a compiled ``mujoco.MjModel`` into a sodyn :class:`Model` (module docstring)."""
+    import mujoco
+
+    obj = mujoco.mjtObj
+    jt = mujoco.mjtJoint
+
+    def nm(kind, i, fallback):
+        s = mujoco.mj_id2name(mj, kind, i)
+        return s if s else fallback
+
+    ignored = []
+    if mj.neq:
+        ignored.append(f"{mj.neq} equality constraint(s)")
+    if mj.ntendon:
+        ignored.append(f"{mj.ntendon} tendon(s)")
+    if np.any(mj.jnt_stiffness != 0):
+        ignored.append("joint stiffness (springs)")
+    if hasattr(mj, "body_gravcomp") and np.any(mj.body_gravcomp != 0):
+        ignored.append("gravity compensation")
+    if ignored:
+        warnings.warn("sodyn ignores what is not part of the kinematic tree: " + ", ".join(ignored),
+                      stacklevel=3)
+
+    b = ModelBuilder(gravity=np.asarray(mj.opt.gravity, float), name=name or nm(obj.mjOBJ_MODEL, 0, "mjcf"))
+    used: set[str] = set()
+
+    def unique(s):
+        base, i = s, 1
+        while s in used:
+            s, i = f"{base}_{i}", i + 1
+        used.add(s)
+        return s
+
+    body_names = [nm(obj.mjOBJ_BODY, i, f"body{i}") for i in range(mj.nbody)]
+    joint_names = [nm(obj.mjOBJ_JOINT, j, f"joint{j}") for j in range(mj.njnt)]
+    used.update(body_names[1:])
+    # For each MuJoCo body: (sodyn body carrying it, MuJoCo body origin in that body's frame).
+    last: dict[int, tuple[int | None, np.ndarray]] = {0: (None, np.zeros(3))}
+    frames: list[tuple[str, int | None, np.ndarray, np.ndarray]] = []
+    for i in range(1, mj.nbody):
+        bname = body_names[i]
+        par, off = last[int(mj.body_parentid[i])]
+        r_b = _quat_to_matrix(mj.body_quat[i])
+        p_b = off + np.asarray(mj.body_pos[i], float)
+        mass = float(mj.body_mass[i])
+        ri = _quat_to_matrix(mj.body_iquat[i])
+        inertia = ri @ np.diag(mj.body_inertia[i]) @ ri.T
+        ipos = np.asarray(mj.body_ipos[i], float)
+        jadr, jnum = int(mj.body_jntadr[i]), int(mj.body_jntnum[i])
+        if jnum == 0:
+            k = b.add_body(bname, par, JointSpec.fixed(), rotation=r_b, translation=p_b, mass=mass,
+                           com=ipos, inertia=inertia, massless_ok=True, check_triangle_inequality=False)
+            last[i] = (k, np.zeros(3))
+            continue
+        rot, trans, prev_anchor = r_b, p_b, np.zeros(3)
+        parent = par
+        for n, j in enumerate(range(jadr, jadr + jnum)):
+            t = int(mj.jnt_type[j])
+            jname = joint_names[j]
+            dof = int(mj.jnt_dofadr[j])
+            nvj = {jt.mjJNT_FREE: 6, jt.mjJNT_BALL: 3}.get(t, 1)
+            dofs = slice(dof, dof + nvj)
+            axis = np.asarray(mj.jnt_axis[j], float)
+            ref = float(mj.qpos0[mj.jnt_qposadr[j]])
+            anchor = np.zeros(3) if t in (jt.mjJNT_FREE, jt.mjJNT_SLIDE) else np.asarray(mj.jnt_pos[j], float)
+            # Placement of this joint in the previous sodyn body: undo the previous anchor,
+            # move to this one (in MuJoCo body axes, which every body of the chain shares).
+            trans = trans + rot @ (anchor - prev_anchor)
+            lower = upper = None
+            if mj.jnt_limited[j] and t in (jt.mjJNT_HINGE, jt.mjJNT_SLIDE):
+                lower, upper = float(mj.jnt_range[j][0]), float(mj.jnt_range[j][1])
+            if t == jt.mjJNT_FREE:
+                if parent is not None or jnum != 1:
+                    raise ValueError(f"body {bname!r}: a free joint must be the only joint of a "
+                                     "top-level body")
+                spec, rot, trans = JointSpec.free(), np.eye(3), np.zeros(3)
+            elif t == jt.mjJNT_BALL:
+                spec = JointSpec.spherical()
+            elif t == jt.mjJNT_HINGE:
+                spec = JointSpec.revolute(axis) if lower is not None else JointSpec.continuous(axis)
+                rot = rot @ _axis_angle(axis, -ref)  # q is qpos: fold qpos0 into the placement
+            elif t == jt.mjJNT_SLIDE:
+                spec = JointSpec.prismatic(axis)
+                trans = trans - ref * (rot @ (axis / np.linalg.norm(axis)))
+            else:  # pragma: no cover - MuJoCo has no other joint type
+                raise ValueError(f"joint {jname!r}: MuJoCo joint type {t} is not supported")
+            is_last = n == jnum - 1
+            if is_last:
+                body_name = bname if not np.any(anchor) else unique(f"{bname}__anchor")
+            else:
+                body_name = unique(f"{bname}__{jname}")
+            k = b.add_body(
+                body_name, parent, spec, rotation=rot, translation=trans,
+                mass=mass if is_last else 0.0, com=ipos - anchor if is_last else np.zeros(3),
+                inertia=inertia if is_last else np.zeros((3, 3)), joint_name=jname,
+                damping=np.asarray(mj.dof_damping[dofs]), armature=np.asarray(mj.dof_armature[dofs]),
+                friction=np.asarray(mj.dof_frictionloss[dofs]), lower=lower, upper=upper,
+                massless_ok=True, check_triangle_inequality=False,
+            )
+            parent, rot, trans, prev_anchor = k, np.eye(3), np.zeros(3), anchor
+        last[i] = (parent, -prev_anchor)
+        if np.any(prev_anchor):
+            frames.append((bname, parent, np.eye(3), -prev_anchor))
+    for s in range(mj.nsite):
+        sname = mujoco.mj_id2name(mj, obj.mjOBJ_SITE, s)
+        if not sname or sname in used:
+            continue
+        used.add(sname)
+        par, off = last[int(mj.site_bodyid[s])]
+        frames.append((sname, par, _quat_to_matrix(mj.site_quat[s]), off + np.asarray(mj.site_pos[s], float)))
+    for fname, par, r, p in frames:
+        b.add_frame(fname, par, rotation=r, translation=p)
+    return b.build(dtype=dtype)
+
+
+# ---------------------------------------------------------------------------
+# state conversions
+# ---------------------------------------------------------------------------
+
+
+def _free_rows(model: Model):
+    """(q start, v start) of every free joint."""
+    out = []
+    for k, t in enumerate(model.joint_types):
+        if t == "free":
+            out.append((int(model.topology.q_start[k]), int(model.topology.v_start[k])))
+    return out
+
+
+def _check(x, n, what):
+    x = jnp.asarray(x)
+    if x.shape[-1] != n:
+        raise ValueError(f"{what} must have {n} entries, got shape {x.shape}")
+    return x
+
+
+def q_from_mujoco(model: Model, qpos):
+    """MuJoCo ``qpos`` → sodyn ``q`` (the same numbers: see the module docstring)."""
+    return _check(qpos, model.nq, "qpos")
+
+
+def q_to_mujoco(model: Model, q):
+    """sodyn ``q`` → MuJoCo ``qpos`` (the same numbers)."""
+    return _check(q, model.nq, "q")
+
+
+def _rot(q, s):
+    return spatial.quat_to_rotation(q[..., s + 3: s + 7])
+
+
+def v_from_mujoco(model: Model, q, qvel):
+    """MuJoCo ``qvel`` → sodyn ``v``; free joints ``[v_world; ω_local]`` → ``[ω; Rᵀ v_world]``."""
+    q, v = _check(q, model.nq, "q"), _check(qvel, model.nv, "qvel")
+    for s, d in _free_rows(model):
+        lin = spatial.mtv(_rot(q, s), v[..., d: d + 3])
+        v = v.at[..., d: d + 6].set(jnp.concatenate([v[..., d + 3: d + 6], lin], axis=-1))
+    return v
+
+
+def v_to_mujoco(model: Model, q, v):
+    """sodyn ``v`` → MuJoCo ``qvel``; free joints ``[ω; v]`` → ``[R v; ω]``."""
+    q, v = _check(q, model.nq, "q"), _check(v, model.nv, "v")
+    for s, d in _free_rows(model):
+        lin = spatial.mv(_rot(q, s), v[..., d + 3: d + 6])
+        v = v.at[..., d: d + 6].set(jnp.concatenate([lin, v[..., d: d + 3]], axis=-1))
+    return v
+
+
+def a_from_mujoco(model: Model, q, v, qacc):
+    """MuJoCo ``qacc`` → sodyn ``v̇`` (``v`` is sodyn's velocity).
+
+    For a free joint ``v̇_lin = Rᵀ p̈ − ω × v_lin`` (the body-frame linear velocity rotates
+    with the body); other joints are unchanged.
+    """
+    q, v, a = _check(q, model.nq, "q"), _check(v, model.nv, "v"), _check(qacc, model.nv, "qacc")
+    for s, d in _free_rows(model):
+        w, vl = v[..., d: d + 3], v[..., d + 3: d + 6]
+        lin = spatial.mtv(_rot(q, s), a[..., d: d + 3]) - spatial.cross(w, vl)
+        a = a.at[..., d: d + 6].set(jnp.concatenate([a[..., d + 3: d + 6], lin], axis=-1))
+    return a
+
+
+def a_to_mujoco(model: Model, q, v, a):
+    """sodyn ``v̇`` → MuJoCo ``qacc`` (inverse of :func:`a_from_mujoco`)."""
+    q, v, a = _check(q, model.nq, "q"), _check(v, model.nv, "v"), _check(a, model.nv, "a")
+    for s, d in _free_rows(model):
+        w, vl = v[..., d: d + 3], v[..., d + 3: d + 6]
+        lin = spatial.mv(_rot(q, s), a[..., d + 3: d + 6] + spatial.cross(w, vl))
+        a = a.at[..., d: d + 6].set(jnp.concatenate([lin, a[..., d: d + 3]], axis=-1))
+    return a
+
+
+def tau_from_mujoco(model: Model, q, qfrc):
+    """MuJoCo generalised force → sodyn's (dual to the velocities: the same map as ``v``)."""
+    return v_from_mujoco(model, q, qfrc)
+
+
+def tau_to_mujoco(model: Model, q, tau):
+    """sodyn generalised force → MuJoCo's."""
+    return v_to_mujoco(model, q, tau)
+
+
+def velocity_map_to_mujoco(model: Model, q):
+    """The matrix ``G(q)`` with ``qvel = G v``."""
+    q = _check(q, model.nq, "q")
+    return v_to_mujoco(model, q, jnp.eye(model.nv, dtype=q.dtype)).T
+
+
+def mass_matrix_from_mujoco(model: Model, q, M_mj):
+    """MuJoCo's ``M`` (``qvel`` coordinates, e.g. from ``mj_fullM``) → sodyn's: ``Gᵀ M G``."""
+    G = velocity_map_to_mujoco(model, q)
+    return G.T @ jnp.asarray(M_mj) @ G
+
+
+__all__ = [
+    "a_from_mujoco", "a_to_mujoco", "from_mujoco", "load_mjcf", "mass_matrix_from_mujoco",
+    "q_from_mujoco", "q_to_mujoco", "tau_from_mujoco", "tau_to_mujoco", "v_from_mujoco",
+    "v_to_mujoco", "velocity_map_to_mujoco",
+]
