@@ -30,6 +30,21 @@ from sodyn.algorithms.kinematics import (
     potential_energy,
 )
 from sodyn.algorithms.mass_matrix import composite_inertias, mass_matrix
+from sodyn.algorithms.impulses import ImpactResult, contact_impulse, simultaneous_impulses
+from sodyn.algorithms.operational_space import (
+    FrameTask,
+    OperationalSpaceDynamics,
+    PointTask,
+    dynamically_consistent_inverse,
+    log_det_mass_matrix_gradient,
+    operational_space_bias,
+    operational_space_compliance,
+    operational_space_dynamics,
+    operational_space_inertia,
+    task_jacobian,
+    task_jdot_v,
+)
+from sodyn.control import OSCOutput, osc_torque, posture_torque, task_pd_acceleration
 from sodyn.configuration import (
     difference,
     integrate,
@@ -53,4 +68,10 @@ __all__ = [
     "inverse_dynamics", "inverse_mass_matrix", "inverse_mass_matrix_times", "kinetic_energy",
     "load_mjcf", "load_urdf", "log_det_mass_matrix", "mass_matrix", "neutral_configuration", "normalize_configuration",
     "potential_energy", "random_configuration",
+    # operational space, impulses, control (issue 4)
+    "FrameTask", "ImpactResult", "OSCOutput", "OperationalSpaceDynamics", "PointTask",
+    "contact_impulse", "dynamically_consistent_inverse", "log_det_mass_matrix_gradient",
+    "operational_space_bias", "operational_space_compliance", "operational_space_dynamics",
+    "operational_space_inertia", "osc_torque", "posture_torque", "simultaneous_impulses",
+    "task_jacobian", "task_jdot_v", "task_pd_acceleration",
 ]

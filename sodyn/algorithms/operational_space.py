@@ -1,0 +1,619 @@
+"""Operational-space dynamics by the SOA Ω recursions (Jain Ch. 10; GTF §6.2).
+
+Task frames ("nodes" ``O_t``, each attached to a body ``b_t``) have the Jacobian
+``J = B* φ* H*`` (eq. 10.1), and the *operational-space compliance* (eq. 10.5)
+
+    Λ⁻¹ = J 𝓜⁻¹ J* = B* Ω B,        Ω = ψ* H* D⁻¹ H ψ          (10.11)–(10.13)
+
+where ``Ω`` is the extended operational-space compliance.  Its blocks are (Lemma 10.1,
+eq. 10.17)
+
+    Ω(i, j) = ψ*(c, i) Υ(c) ψ(c, j),    c = the nearest common ancestor-or-self of i, j,
+
+with the *compliance kernel* ``Υ`` from one base-to-tips scatter (eq. 10.16, in the cheaper
+form of Alg. 10.3 / eqs. 10.19–10.22)
+
+    Υ⁺(k) = φ*(℘(k), k) Υ(℘(k)) φ(℘(k), k)                        (0 at the roots)
+    Z = Υ⁺(k) G(k),  L = D⁻¹(k) + G*(k) Z,  Υ(k) = Υ⁺(k) + H*(k) (L H(k) − Z*) − Z H(k)
+
+(algebraically ``Υ(k) = ψ*(℘(k),k) Υ(℘(k)) ψ(℘(k),k) + H*(k) D⁻¹(k) H(k)``), reusing the
+articulated-body quantities ``P, D, G`` of the Riccati gather.  The ψ-path products from each
+task body up to each of its ancestors, ``Ψ_t(k) = ψ(k, b_t) B_t`` (zero where ``k`` is not an
+ancestor-or-self of ``b_t``), are one tips-to-base gather carrying one 6×6 block per task:
+
+    Ψ_t(k) = [k = b_t] B_t + Σ_{c ∈ children(k)} φ(k, c) τ̄(c) Ψ_t(c).
+
+The block of ``Λ⁻¹`` for a task pair ``(s, t)`` is then ``Ψ_s(c)* Υ(c) Ψ_t(c)`` with the
+static nearest common ancestor ``c`` (eq. 10.18, Alg. 10.2); tasks on different trees of a
+forest get a zero block.  ``𝓜`` and ``𝓜⁻¹`` are never formed.
+
+**Cost** for ``n`` bodies and ``T`` tasks: the Riccati gather and the Υ scatter are
+``O(n)``; the Ψ gather is ``O(n · T)`` (one 6×6 product per body and task); the pair blocks
+are ``O(T²)``; the final Cholesky solve for ``Λ`` is ``O(m³)`` with ``m = Σ dim_t``.  The
+same Ψ gather also gives ``𝓜⁻¹ J*`` by one more scatter (the innovations/acceleration
+sweep of Alg. 9.5 with ``m`` right-hand sides, ``O(n · m)``) and the Jacobian ``J`` itself (the
+same gather with ``φ`` in place of ``ψ``).
+
+Tasks
+-----
+:class:`FrameTask` (6D: ``[ω; v]`` of the frame) and :class:`PointTask` (3D: the velocity of
+the frame's origin).  ``reference="local"`` (default) expresses the task in the frame's own
+axes, ``"world_aligned"`` in world axes at the frame's origin (Pinocchio's
+``LOCAL_WORLD_ALIGNED``), exactly as :func:`sodyn.frame_jacobian`.  Everywhere a ``tasks``
+argument is accepted, it may be one task or a sequence of tasks; a task may also be written
+as a frame name (a 6D local frame task) or a pair ``(frame, "6d" | "3d")`` or a triple
+``(frame, "6d" | "3d", reference)``.  Rows of ``Λ`` follow the task order, each task
+contributing ``dim`` rows (angular first for 6D tasks).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import NamedTuple, Sequence, Union
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from sodyn import spatial
+from sodyn.algorithms.articulated import ArticulatedLevels, articulated_levels
+from sodyn.algorithms.common import Levels, check_vector, model_params, prepare
+from sodyn.model import Model
+from sodyn.topology import dofs_from_levels, from_levels, gather, scatter
+
+_REFERENCES = ("local", "world_aligned")
+
+
+# ---------------------------------------------------------------------------
+# task specification
+# ---------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class FrameTask:
+    """A 6D task: the spatial velocity ``[ω; v]`` of a frame (by name or index)."""
+
+    frame: Union[str, int]
+    reference: str = "local"
+
+    @property
+    def dim(self) -> int:
+        return 6
+
+
+@dataclasses.dataclass(frozen=True)
+class PointTask:
+    """A 3D task: the linear velocity of a frame's origin (a point contact, a foot, ...)."""
+
+    frame: Union[str, int]
+    reference: str = "local"
+
+    @property
+    def dim(self) -> int:
+        return 3
+
+
+Task = Union[FrameTask, PointTask]
+
+
+class ResolvedTask(NamedTuple):
+    """A task checked against a model (static, Python values)."""
+
+    frame: int
+    body: int
+    dim: int
+    reference: str
+    name: str
+
+
+def _as_task(spec) -> Task:
+    if isinstance(spec, (FrameTask, PointTask)):
+        return spec
+    if isinstance(spec, (str, int, np.integer)):
+        return FrameTask(spec)
+    if isinstance(spec, tuple) and len(spec) in (2, 3):
+        frame, kind = spec[0], spec[1]
+        reference = spec[2] if len(spec) == 3 else "local"
+        kind = str(kind).lower()
+        if kind in ("6d", "frame", "6"):
+            return FrameTask(frame, reference)
+        if kind in ("3d", "point", "3"):
+            return PointTask(frame, reference)
+        raise ValueError(f"task kind must be '6d' or '3d', got {spec[1]!r} in {spec!r}")
+    raise TypeError(
+        f"a task must be a FrameTask, a PointTask, a frame name, or (frame, '6d'|'3d'), got {spec!r}"
+    )
+
+
+def resolve_tasks(model: Model, tasks) -> tuple[ResolvedTask, ...]:
+    """Check ``tasks`` against ``model``: known frames, not on the world, non-empty."""
+    if isinstance(tasks, (FrameTask, PointTask, str, int, np.integer)) or (
+        isinstance(tasks, tuple) and len(tasks) in (2, 3) and isinstance(tasks[1], str)
+        and str(tasks[1]).lower() in ("6d", "3d", "frame", "point")
+    ):
+        tasks = [tasks]
+    tasks = [_as_task(t) for t in tasks]
+    if not tasks:
+        raise ValueError("the task list is empty: give at least one FrameTask or PointTask")
+    out = []
+    for t in tasks:
+        if t.reference not in _REFERENCES:
+            raise ValueError(f"task reference must be 'local' or 'world_aligned', got {t.reference!r}")
+        f = model.frame_id(t.frame)  # raises ValueError for an unknown frame
+        b = int(model.frame_body[f])
+        if b < 0:
+            raise ValueError(
+                f"task frame {model.frame_names[f]!r} is attached to the world; it does not move "
+                "and has no operational-space inertia"
+            )
+        out.append(ResolvedTask(f, b, t.dim, t.reference, model.frame_names[f]))
+    return tuple(out)
+
+
+def task_dimension(model: Model, tasks) -> int:
+    """Total number of task rows ``m = Σ dim_t``."""
+    return sum(t.dim for t in resolve_tasks(model, tasks))
+
+
+def _nearest_common_ancestors(parent: np.ndarray, bodies: Sequence[int]) -> np.ndarray:
+    """Static ``(T, T)`` table of the nearest common ancestor-or-self (``-1``: different trees)."""
+
+    def chain(b):
+        out = []
+        while b >= 0:
+            out.append(int(b))
+            b = int(parent[b])
+        return out
+
+    chains = [chain(b) for b in bodies]
+    t = len(bodies)
+    nca = np.full((t, t), -1, dtype=np.int64)
+    for i in range(t):
+        anc = set(chains[i])
+        for j in range(t):
+            for c in chains[j]:
+                if c in anc:
+                    nca[i, j] = c
+                    break
+    return nca
+
+
+def _row_selection(tasks: Sequence[ResolvedTask]) -> np.ndarray:
+    """Indices into the stacked ``6T`` local rows that make up the task rows."""
+    rows = []
+    for i, t in enumerate(tasks):
+        rows.extend(range(6 * i, 6 * i + 6) if t.dim == 6 else range(6 * i + 3, 6 * i + 6))
+    return np.asarray(rows, dtype=np.int64)
+
+
+# ---------------------------------------------------------------------------
+# kernel-wise helpers with extra (task, row) axes
+# ---------------------------------------------------------------------------
+
+
+def _expand(x: jax.Array, n: int) -> jax.Array:
+    """Insert ``n`` axes after the slot axis (axis 0)."""
+    return x.reshape(x.shape[:1] + (1,) * n + x.shape[1:])
+
+
+def _h_times_force(sub, h_level, f: jax.Array) -> jax.Array:
+    """``H f`` for forces ``f`` of shape ``(Wk, ..., 6)`` → ``(Wk, ..., nv_k)``."""
+    if sub.h is not None:
+        h = _expand(h_level, f.ndim - 2)
+        return jnp.sum(h * f, axis=-1, keepdims=True)
+    return spatial.mtv(sub.const, f)
+
+
+def _h_star_times(sub, h_level, x: jax.Array) -> jax.Array:
+    """``H* x`` for ``x`` of shape ``(Wk, ..., nv_k)`` → ``(Wk, ..., 6)``."""
+    if sub.h is not None:
+        return _expand(h_level, x.ndim - 2) * x
+    return spatial.mv(sub.const, x)
+
+
+def _h_star_matrix(sub, h_level, wk: int, dtype) -> jax.Array:
+    """``H*`` as ``(Wk, 6, nv_k)``."""
+    if sub.h is not None:
+        return h_level[..., None]
+    return jnp.broadcast_to(sub.const.astype(dtype), (wk,) + sub.const.shape)
+
+
+def _hinge_levels(levels: Levels, topo) -> tuple:
+    dtype = levels.rel_p.dtype
+    return tuple(s.h if s.h is not None else jnp.zeros((topo.n_levels,), dtype) for s in levels.subspaces)
+
+
+# ---------------------------------------------------------------------------
+# the recursions
+# ---------------------------------------------------------------------------
+
+
+class TaskSweeps(NamedTuple):
+    """Everything the operational-space functions share for one ``(q, tasks)`` (internal)."""
+
+    levels: Levels
+    abi: ArticulatedLevels
+    upsilon: jax.Array        # (L, W, 6, 6) Υ(k), body frame
+    world_rotation: jax.Array  # (L, W, 3, 3) body rotations in the world
+    psi_rows: jax.Array       # (L, W, T, 6, 6) rows of Ψ_t(k)* = B_t* ψ*(k, b_t)
+    phi_rows: jax.Array       # (L, W, T, 6, 6) rows of Φ_t(k)* = B_t* φ*(k, b_t)
+    task_rotation: jax.Array  # (T, 3, 3) world rotation of each task frame
+
+
+def compliance_kernel(model: Model, levels: Levels, abi: ArticulatedLevels) -> tuple[jax.Array, jax.Array]:
+    """The Υ scatter (Jain eq. 10.16 in the form of Alg. 10.3) and body world rotations.
+
+    Returns ``Υ`` ``(L, W, 6, 6)`` about each body frame and the world rotations ``(L, W, 3, 3)``.
+    """
+    topo = model.topology
+    dtype = levels.rel_p.dtype
+    hs = _hinge_levels(levels, topo)
+
+    def step(parent, x):
+        ups_p, rw_p = parent
+        r, p, h_l, u_l, dinv_l = x
+        xm = spatial.motion_transform_matrix(r, p)  # φ*(℘(k), k)
+        ups_plus = spatial.mm(xm, spatial.mm(ups_p, spatial.transpose(xm)))  # φ* Υ φ
+        out = []
+        for s, h, u, dinv in zip(levels.subspaces, h_l, u_l, dinv_l):
+            wk = s.stop - s.start
+            up = ups_plus[s.start:s.stop]
+            g = spatial.mm(u, dinv)  # G = P H* D⁻¹, (Wk, 6, nv_k)
+            z = spatial.mm(up, g)
+            ell = dinv + spatial.mtm(g, z)
+            hm = _h_star_matrix(s, h, wk, dtype)
+            ups = up + spatial.mm(hm, spatial.mm(ell, spatial.transpose(hm)) - spatial.transpose(z))
+            ups = ups - spatial.mm(z, spatial.transpose(hm))
+            out.append(0.5 * (ups + spatial.transpose(ups)))
+        ups = jnp.concatenate(out, axis=0)
+        rw = spatial.mm(rw_p, r)
+        return (ups, rw), (ups, rw)
+
+    root = (jnp.zeros((6, 6), dtype), jnp.eye(3, dtype=dtype))
+    return scatter(topo, step, root, (levels.rel_r, levels.rel_p, hs, abi.U, abi.D_inv))
+
+
+def _task_seeds(model: Model, tasks: Sequence[ResolvedTask], dtype) -> jax.Array:
+    """``(L, W, T, 6, 6)``: rows ``B_t*`` (frame motion ← body motion) at each task's body."""
+    topo = model.topology
+    m = model_params(model, dtype)
+    fids = np.array([t.frame for t in tasks], dtype=np.int64)
+    xf = spatial.motion_transform_matrix(m.frame_rotation[fids], m.frame_translation[fids])  # (T, 6, 6)
+    n_t = len(tasks)
+    flat = topo.body_flat[np.array([t.body for t in tasks], dtype=np.int64)]
+    seeds = jnp.zeros((topo.n_levels * topo.width, n_t, 6, 6), dtype)
+    seeds = seeds.at[flat, np.arange(n_t)].set(xf)
+    return seeds.reshape((topo.n_levels, topo.width, n_t, 6, 6))
+
+
+def task_sweeps(model: Model, q: jax.Array, tasks: Sequence[ResolvedTask]) -> TaskSweeps:
+    """Riccati gather, Υ scatter and the Ψ/Φ gathers for ``tasks`` at ``q``."""
+    topo = model.topology
+    dtype = q.dtype
+    levels = prepare(model, q)
+    abi = articulated_levels(model, levels)
+    upsilon, rw = compliance_kernel(model, levels, abi)
+    hs = _hinge_levels(levels, topo)
+    seeds = _task_seeds(model, tasks, dtype)
+    n_t = len(tasks)
+
+    def up(from_children, x):
+        psi_c, phi_c = from_children
+        r, p, seed, h_l, u_l, dinv_l = x
+        psi = seed + psi_c  # rows: each row a body-frame force
+        phi = seed + phi_c
+        tb = []
+        for s, h, u, dinv in zip(levels.subspaces, h_l, u_l, dinv_l):
+            f = psi[s.start:s.stop]
+            nu = spatial.mv(_expand(dinv, 2), _h_times_force(s, h, f))
+            tb.append(f - spatial.mv(_expand(u, 2), nu))  # τ̄ f = f − G H f
+        tb = jnp.concatenate(tb, axis=0)
+        rr, pp = r[:, None, None], p[:, None, None]
+        return (spatial.force_to_parent(rr, pp, tb), spatial.force_to_parent(rr, pp, phi)), (psi, phi)
+
+    zero = (jnp.zeros((n_t, 6, 6), dtype), jnp.zeros((n_t, 6, 6), dtype))
+    psi_rows, phi_rows = gather(topo, up, zero, (levels.rel_r, levels.rel_p, seeds, hs, abi.U, abi.D_inv))
+    m = model_params(model, dtype)
+    fids = np.array([t.frame for t in tasks], dtype=np.int64)
+    bodies = np.array([t.body for t in tasks], dtype=np.int64)
+    rw_body = rw.reshape((-1, 3, 3))[topo.body_flat[bodies]]
+    task_rot = spatial.mm(rw_body, m.frame_rotation[fids])
+    return TaskSweeps(levels, abi, upsilon, rw, psi_rows, phi_rows, task_rot)
+
+
+def _rotation_6(tasks: Sequence[ResolvedTask], task_rot: jax.Array) -> jax.Array:
+    """Per task, the 6×6 map from local to the task's reference axes (``(T, 6, 6)``)."""
+    dtype = task_rot.dtype
+    eye = jnp.eye(3, dtype=dtype)
+    z = jnp.zeros((3, 3), dtype)
+    out = []
+    for i, t in enumerate(tasks):
+        r = task_rot[i] if t.reference == "world_aligned" else eye
+        out.append(jnp.block([[r, z], [z, r]]))
+    return jnp.stack(out)
+
+
+def _to_task_rows(tasks, task_rot, x_local: jax.Array) -> jax.Array:
+    """Rotate stacked local rows ``(T, 6, ...)`` to the tasks' references and select task rows."""
+    rot = _rotation_6(tasks, task_rot)
+    x = jnp.einsum("tij,tj...->ti...", rot, x_local)
+    x = x.reshape((6 * len(tasks),) + x.shape[2:])
+    return x[_row_selection(tasks)]
+
+
+def _compliance_from_sweeps(model: Model, tasks, sw: TaskSweeps) -> jax.Array:
+    topo = model.topology
+    n_t = len(tasks)
+    nca = _nearest_common_ancestors(topo.parent, [t.body for t in tasks])
+    related = nca >= 0
+    c_flat = topo.body_flat[np.where(related, nca, 0)]  # (T, T)
+    psi = sw.psi_rows.reshape((-1, n_t, 6, 6))
+    ups = sw.upsilon.reshape((-1, 6, 6))
+    ii, jj = np.meshgrid(np.arange(n_t), np.arange(n_t), indexing="ij")
+    a = psi[c_flat, ii]  # (T, T, 6, 6) rows of Ψ_s(c)*
+    b = psi[c_flat, jj]
+    y = ups[c_flat]
+    blocks = spatial.mm(a, spatial.mm(y, spatial.transpose(b)))  # Ψ_s* Υ_c Ψ_t
+    blocks = jnp.where(jnp.asarray(related)[:, :, None, None], blocks, 0.0)
+    rot = _rotation_6(tasks, sw.task_rotation)
+    blocks = jnp.einsum("sij,stjk,tlk->stil", rot, blocks, rot)
+    full = jnp.transpose(blocks, (0, 2, 1, 3)).reshape((6 * n_t, 6 * n_t))
+    sel = _row_selection(tasks)
+    full = full[sel][:, sel]
+    return 0.5 * (full + full.T)
+
+
+def _minv_jt_from_sweeps(model: Model, tasks, sw: TaskSweeps) -> jax.Array:
+    """``𝓜⁻¹ J*`` ``(nv, m)`` by the acceleration scatter of Alg. 9.5 with ``m`` right-hand sides.
+
+    The innovations of a unit task force are ``ν = D⁻¹ H Ψ_t`` (already gathered), and
+    ``θ̈(k) = ν(k) − D⁻¹ U* α⁺(k)``, ``α(k) = α⁺(k) + H* θ̈(k)``, ``α⁺ = φ* α(℘(k))``.
+    """
+    topo = model.topology
+    levels, abi = sw.levels, sw.abi
+    dtype = sw.upsilon.dtype
+    n_t = len(tasks)
+    hs = _hinge_levels(levels, topo)
+
+    def down(parent_acc, x):
+        r, p, psi, h_l, u_l, dinv_l = x
+        a_plus = spatial.motion_to_child(r[:, None, None], p[:, None, None], parent_acc)  # (W, T, 6, 6)
+        qdd, motion = [], []
+        for s, h, u, dinv in zip(levels.subspaces, h_l, u_l, dinv_l):
+            sl = slice(s.start, s.stop)
+            hf = _h_times_force(s, h, psi[sl]) - spatial.mtv(_expand(u, 2), a_plus[sl])
+            qk = spatial.mv(_expand(dinv, 2), hf)  # (Wk, T, 6, nv_k)
+            qdd.append(qk)
+            motion.append(_h_star_times(s, h, qk))
+        acc = a_plus + jnp.concatenate(motion, axis=0)
+        return acc, tuple(qdd)
+
+    root = jnp.zeros((n_t, 6, 6), dtype)
+    qdd = scatter(topo, down, root, (levels.rel_r, levels.rel_p, sw.psi_rows, hs, abi.U, abi.D_inv))
+    # per kernel (L, Wk, T, 6, nv_k) → (L, Wk, nv_k, T, 6)
+    blocks = [jnp.moveaxis(b, -1, 2) for b in qdd]
+    x = dofs_from_levels(topo, blocks)  # (nv, T, 6)
+    x = jnp.moveaxis(x, 0, -1)  # (T, 6, nv)
+    return _to_task_rows(tasks, sw.task_rotation, x).T
+
+
+def _jacobian_from_sweeps(model: Model, tasks, sw: TaskSweeps) -> jax.Array:
+    """``J = B* φ* H*`` ``(m, nv)`` from the Φ gather: the columns of body ``k`` are ``H Φ_t(k)``."""
+    topo = model.topology
+    blocks = []
+    for s, h in zip(sw.levels.subspaces, _hinge_levels(sw.levels, topo)):
+        f = sw.phi_rows[:, s.start:s.stop]  # (L, Wk, T, 6, 6)
+        if s.h is not None:
+            hf = jnp.sum(h[:, :, None, None, :] * f, axis=-1, keepdims=True)
+        else:
+            hf = spatial.mtv(s.const, f)
+        blocks.append(jnp.moveaxis(hf, -1, 2))  # (L, Wk, nv_k, T, 6)
+    x = jnp.moveaxis(dofs_from_levels(topo, blocks), 0, -1)  # (T, 6, nv)
+    return _to_task_rows(tasks, sw.task_rotation, x)
+
+
+# ---------------------------------------------------------------------------
+# public API
+# ---------------------------------------------------------------------------
+
+
+def _prepare_call(model: Model, q, tasks):
+    resolved = resolve_tasks(model, tasks)
+    q = check_vector(model, q, model.nq, "q")
+    return q, resolved
+
+
+def operational_space_compliance(model: Model, q, tasks) -> jax.Array:
+    """``Λ⁻¹ = J 𝓜⁻¹ J*`` ``(m, m)`` for one or several task frames (Jain eqs. 10.13–10.18).
+
+    Computed by the Ω recursions (Υ scatter, Ψ gather, nearest-common-ancestor blocks; see
+    the module docstring) in ``O(n · T + T²)``, without forming 𝓜 or 𝓜⁻¹.  Always defined
+    (positive semi-definite); singular where the tasks are.
+    """
+    q, tasks = _prepare_call(model, q, tasks)
+    sw = task_sweeps(model, q, tasks)
+    return _compliance_from_sweeps(model, tasks, sw)
+
+
+def _regularized_inverse(a: jax.Array, regularization) -> jax.Array:
+    """``(A + λ I)⁻¹`` of a symmetric PSD ``A`` by Cholesky (differentiable)."""
+    lam = jnp.asarray(regularization, a.dtype)
+    a = a + lam * jnp.eye(a.shape[0], dtype=a.dtype)
+    c = jax.scipy.linalg.cho_factor(a, lower=True)
+    inv = jax.scipy.linalg.cho_solve(c, jnp.eye(a.shape[0], dtype=a.dtype))
+    return 0.5 * (inv + inv.T)
+
+
+def operational_space_inertia(model: Model, q, tasks, regularization=0.0) -> jax.Array:
+    """Operational-space inertia ``Λ = (J 𝓜⁻¹ J*)⁻¹`` ``(m, m)`` (Jain eq. 10.6).
+
+    ``regularization = λ ≥ 0`` returns the damped inverse ``Λ_λ = (Λ⁻¹ + λ I)⁻¹`` (Tikhonov /
+    damped least squares in task space): it equals ``Λ`` for ``λ = 0``, stays finite and
+    smooth (its eigenvalues are at most ``1/λ``) at kinematic singularities and for redundant
+    tasks (``rank J < m``), and is differentiable in ``q``, the model and ``λ``.  With
+    ``λ = 0`` a singular ``Λ⁻¹`` gives non-finite values.  ``λ`` has the units of a
+    compliance (1/kg for point tasks); mixed 6D tasks share one ``λ`` for both rows kinds.
+    The inverse is a Cholesky solve of the ``Λ⁻¹`` of :func:`operational_space_compliance`.
+    """
+    return _regularized_inverse(operational_space_compliance(model, q, tasks), regularization)
+
+
+class OperationalSpaceDynamics(NamedTuple):
+    """Result of :func:`operational_space_dynamics` (rows follow the task order).
+
+    ``jacobian`` ``J`` (m, nv); ``compliance`` ``Λ⁻¹``; ``inertia`` ``Λ`` (regularized as
+    requested); ``minv_jt`` ``𝓜⁻¹J*`` (nv, m); ``jbar`` the dynamically consistent generalized
+    inverse ``J̄ = 𝓜⁻¹ J* Λ`` (nv, m); ``bias`` the task-space bias force ``μ + p = J̄* C − Λ J̇ v``
+    (Coriolis/centrifugal and gravity, with damping and ``f_ext`` if ``C`` includes them);
+    ``jdot_v`` ``J̇ v`` (the task acceleration at zero joint acceleration); ``task_velocity``
+    ``J v``.
+    """
+
+    jacobian: jax.Array
+    compliance: jax.Array
+    inertia: jax.Array
+    minv_jt: jax.Array
+    jbar: jax.Array
+    bias: jax.Array
+    jdot_v: jax.Array
+    task_velocity: jax.Array
+
+
+def task_jacobian(model: Model, q, tasks) -> jax.Array:
+    """The stacked task Jacobian ``J`` ``(m, nv)`` (rows as in :func:`operational_space_inertia`)."""
+    q, tasks = _prepare_call(model, q, tasks)
+    return _jacobian_from_sweeps(model, tasks, task_sweeps(model, q, tasks))
+
+
+def dynamically_consistent_inverse(model: Model, q, tasks, regularization=0.0) -> jax.Array:
+    """``J̄ = 𝓜⁻¹ J* Λ`` ``(nv, m)`` (Khatib's dynamically consistent generalized inverse).
+
+    ``𝓜⁻¹ J*`` comes from the acceleration scatter on the gathered Ψ (O(n · m)), ``Λ`` from
+    :func:`operational_space_inertia` with the same ``regularization``.
+    """
+    q, tasks = _prepare_call(model, q, tasks)
+    sw = task_sweeps(model, q, tasks)
+    lam = _regularized_inverse(_compliance_from_sweeps(model, tasks, sw), regularization)
+    return _minv_jt_from_sweeps(model, tasks, sw) @ lam
+
+
+def _jdot_v_local(model: Model, q, v, tasks) -> jax.Array:
+    """Per task, ``J̇ v`` in the frame's own axes ``(T, 6)`` (classical for world-aligned tasks)."""
+    from sodyn.algorithms.kinematics import body_accelerations, body_velocities
+
+    m = model_params(model, q.dtype)
+    vel = body_velocities(model, q, v)
+    acc = body_accelerations(model, q, v, jnp.zeros(model.nv, q.dtype), gravity=False)
+    fids = np.array([t.frame for t in tasks], dtype=np.int64)
+    bodies = np.array([t.body for t in tasks], dtype=np.int64)
+    rf, pf = m.frame_rotation[fids], m.frame_translation[fids]
+    vf = spatial.motion_to_child(rf, pf, vel[bodies])
+    af = spatial.motion_to_child(rf, pf, acc[bodies])
+    classical = jnp.asarray([t.reference == "world_aligned" for t in tasks])[:, None]
+    extra = jnp.concatenate([jnp.zeros_like(vf[:, :3]), spatial.cross(vf[:, :3], vf[:, 3:])], -1)
+    return af + jnp.where(classical, extra, 0.0)
+
+
+def task_jdot_v(model: Model, q, v, tasks) -> jax.Array:
+    """``J̇ v`` ``(m,)``: the exact time derivative of ``J`` applied to ``v``.
+
+    For ``reference="local"`` this is the frame's spatial acceleration (body-frame derivative)
+    at zero joint acceleration; for ``"world_aligned"`` the classical acceleration
+    ``[ω̇; p̈]`` in world axes, since ``d/dt (R v_local) = R (v̇_local + ω × v_local)``.
+    """
+    from sodyn.algorithms.kinematics import forward_kinematics
+
+    q, tasks = _prepare_call(model, q, tasks)
+    v = check_vector(model, v, model.nv, "v", q.dtype)
+    rot = forward_kinematics(model, q).frame.rotation[np.array([t.frame for t in tasks], dtype=np.int64)]
+    return _to_task_rows(tasks, rot, _jdot_v_local(model, q, v, tasks))
+
+
+def operational_space_bias(model: Model, q, v, tasks, regularization=0.0, f_ext=None) -> jax.Array:
+    """Task-space bias force ``μ + p = J̄* C − Λ J̇ v`` ``(m,)`` (Jain's ``C_os`` at ``T = 0``, eq. 10.8).
+
+    ``C = sodyn.bias_forces(model, q, v, f_ext)`` (Coriolis, centrifugal, gravity, damping,
+    ``−f_ext``).  With it the task-space equation of motion is ``Λ ẍ + (μ + p) = F`` for
+    joint torques ``τ = J* F`` (plus torques in the dynamically consistent null space).
+    """
+    return operational_space_dynamics(model, q, v, tasks, regularization, f_ext).bias
+
+
+def operational_space_dynamics(model: Model, q, v, tasks, regularization=0.0, f_ext=None) -> OperationalSpaceDynamics:
+    """All operational-space quantities at once, sharing one set of sweeps."""
+    from sodyn.algorithms.inverse_dynamics import bias_forces
+
+    q, tasks = _prepare_call(model, q, tasks)
+    v = check_vector(model, v, model.nv, "v", q.dtype)
+    sw = task_sweeps(model, q, tasks)
+    jac = _jacobian_from_sweeps(model, tasks, sw)
+    comp = _compliance_from_sweeps(model, tasks, sw)
+    lam = _regularized_inverse(comp, regularization)
+    minv_jt = _minv_jt_from_sweeps(model, tasks, sw)
+    jbar = minv_jt @ lam
+    c = bias_forces(model, q, v, f_ext)
+    jdv = _to_task_rows(tasks, sw.task_rotation, _jdot_v_local(model, q, v, tasks))
+    bias = jbar.T @ c - lam @ jdv
+    return OperationalSpaceDynamics(jac, comp, lam, minv_jt, jbar, bias, jdv, jac @ v)
+
+
+# ---------------------------------------------------------------------------
+# gradient of log det 𝓜 (the Fixman term)
+# ---------------------------------------------------------------------------
+
+
+def _motion_cross_matrix(h: jax.Array) -> jax.Array:
+    """``crm(h)``: the 6×6 matrix of ``x ↦ h ×ₘ x`` for motion vectors ``h = [w; u]``."""
+    w, u = spatial.skew(h[..., :3]), spatial.skew(h[..., 3:])
+    z = jnp.zeros_like(w)
+    return jnp.concatenate(
+        [jnp.concatenate([w, z], -1), jnp.concatenate([u, w], -1)], -2
+    )
+
+
+def log_det_mass_matrix_gradient(model: Model, q) -> jax.Array:
+    """``∂ log det 𝓜 / ∂θ`` ``(nv,)`` in closed form from ``P`` and ``Υ`` (SLD §2.7), O(n).
+
+    For a dof of body ``k`` whose motion axis (column of ``H*(k)``, body frame) is
+    ``h = [h_ω; h_v]``,
+
+        ∂ log det 𝓜 / ∂θ = 2 tr( P(k) Υ(k) crf(h) ),   crf(h) = [[h̃_ω, h̃_v], [0, h̃_ω]],
+
+    the spatial *force* cross-product matrix of ``h`` (``crf(h) = −crm(h)*``).  For a revolute
+    joint about the body origin ``crf(h) = blockdiag(h̃_ω, h̃_ω)``: SLD's slide formula, which
+    holds in any frame at 𝕆_k.  Derivation: ``∂φ*(℘(k),k)/∂θ = −crm(h) φ*(℘(k),k)`` in body
+    coordinates, so ``∂ log det 𝓜 = 2 tr(∂E_φ · φ M φ* Ω)``; ``P Υ`` transforms by a similarity
+    under a change of frame and so does ``crf(h)``, which makes the trace frame-independent and
+    covers prismatic and helical joints and the translational dofs of planar and free joints
+    too (no separate term as in Jain eq. 18.68 is needed in this form; checked against
+    automatic differentiation on random trees with every joint type).
+
+    The derivative is along the joint's *velocity* coordinates (``q ⊕ ε e_j`` as in
+    :func:`sodyn.integrate`): for one-dof joints that is exactly
+    ``jax.grad(log_det_mass_matrix)(q)``; for spherical, planar and free joints it is the
+    tangent-space derivative (not the derivative with respect to quaternion entries).
+    Costs one Riccati gather and one Υ scatter.  The Fixman corrective force is
+    ``−(k_B T / 2)`` times this gradient.
+    """
+    q = check_vector(model, q, model.nq, "q")
+    return _log_det_gradient_closed_form(model, q)
+
+
+def _log_det_gradient_closed_form(model: Model, q: jax.Array) -> jax.Array:
+    topo = model.topology
+    dtype = q.dtype
+    levels = prepare(model, q)
+    abi = articulated_levels(model, levels)
+    upsilon, _ = compliance_kernel(model, levels, abi)
+    py = spatial.mm(abi.P, upsilon)  # (L, W, 6, 6)
+    blocks = []
+    for s in levels.subspaces:
+        wk = s.stop - s.start
+        hm = s.h[..., None] if s.h is not None else jnp.broadcast_to(
+            s.const.astype(dtype), (topo.n_levels, wk) + s.const.shape)
+        cols = jnp.swapaxes(hm, -1, -2)  # (L, Wk, nv_k, 6)
+        crm = _motion_cross_matrix(cols)  # (L, Wk, nv_k, 6, 6)
+        # tr(PΥ crf(h)) with crf(h) = −crm(h)*: tr(A crf) = −Σ A ∘ crm
+        g = -2.0 * jnp.sum(py[:, s.start:s.stop, None] * crm, axis=(-1, -2))
+        blocks.append(g)
+    return dofs_from_levels(topo, blocks)
