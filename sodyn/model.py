@@ -321,6 +321,8 @@ class ModelBuilder:
             axis = axis / norm
         joint = JointSpec(joint.type, tuple(axis), float(joint.pitch))
         mass = float(mass)
+        if not np.isfinite(mass):
+            raise ValueError(f"{where}: mass must be finite, got {mass}")
         inertia = (
             np.eye(3) * 0.4 * mass * 0.01 if inertia is None else np.asarray(inertia, dtype=np.float64)
         )
