@@ -1,0 +1,231 @@
+"""MJCF import (``sodyn.load_mjcf``) against MuJoCo itself: M (``mj_fullM``), inverse dynamics
+(``mj_rne``), forward dynamics (``qacc`` of ``mj_forward`` with constraints disabled) and body /
+site poses, on small models that exercise free and ball joints, joint anchors, reference
+positions, several joints in one body, armature and damping."""
+
+import warnings
+
+import jax
+import numpy as np
+import pytest
+
+import sodyn as sd
+from sodyn.io import (
+    a_from_mujoco,
+    a_to_mujoco,
+    load_mjcf,
+    mass_matrix_from_mujoco,
+    q_from_mujoco,
+    q_to_mujoco,
+    tau_from_mujoco,
+    tau_to_mujoco,
+    v_from_mujoco,
+    v_to_mujoco,
+)
+
+jax.config.update("jax_enable_x64", True)
+mujoco = pytest.importorskip("mujoco")
+TOL = 1e-9
+
+# A floating torso with two ball-jointed limbs (one ball off the body origin) and a hinge.
+FLOATING = """
+<mujoco model="floating">
+  <option gravity="0.3 -0.2 -9.81"/>
+  <worldbody>
+    <body name="torso" pos="0 0 1" quat="0.9 0.1 0.2 0.3">
+      <freejoint name="root"/>
+      <geom type="box" size="0.2 0.1 0.3" mass="5"/>
+      <site name="torso_site" pos="0.1 0 0.2" quat="0.7 0.7 0 0"/>
+      <body name="upper_arm" pos="0.25 0 0.2" euler="0.1 0.2 0.3">
+        <joint name="shoulder" type="ball" pos="0 0 0.05" damping="0.3" armature="0.02"/>
+        <geom type="capsule" fromto="0 0 0 0 0 -0.3" size="0.04" mass="1.2"/>
+        <body name="forearm" pos="0 0 -0.3">
+          <joint name="elbow" type="hinge" axis="0 1 0.2" pos="0 0.01 0.02" ref="0.3"/>
+          <geom type="capsule" fromto="0 0 0 0.05 0 -0.25" size="0.03" mass="0.7"/>
+          <site name="hand" pos="0.05 0 -0.25"/>
+        </body>
+      </body>
+      <body name="thigh" pos="0 0.1 -0.3">
+        <joint name="hip" type="ball"/>
+        <geom type="capsule" fromto="0 0 0 0 0.02 -0.4" size="0.05" mass="2"/>
+      </body>
+    </body>
+  </worldbody>
+</mujoco>
+"""
+
+# A fixed-base arm with hinges and slides, two and three joints in one body, a static body.
+ARM = """
+<mujoco model="arm">
+  <worldbody>
+    <body name="base" pos="0 0 0.1">
+      <geom type="cylinder" size="0.1 0.05" mass="3"/>
+      <body name="link1" pos="0 0 0.1" quat="0.96 0 0.28 0">
+        <joint name="j1" type="hinge" axis="0 0 1" damping="0.5" armature="0.1"/>
+        <joint name="j1b" type="hinge" axis="1 0 0" pos="0 0 0.02"/>
+        <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.04" mass="1.5"/>
+        <body name="link2" pos="0.3 0 0">
+          <joint name="s2" type="slide" axis="1 1 0" ref="0.05" damping="1.0" armature="0.3"/>
+          <joint name="j2" type="hinge" axis="0 1 0" pos="0.05 0 0" range="-1 1"/>
+          <joint name="j2b" type="hinge" axis="0 0.6 0.8" pos="0.05 0.01 0"/>
+          <geom type="box" size="0.15 0.03 0.02" pos="0.15 0 0" mass="0.8"/>
+          <body name="tool" pos="0.3 0 0" euler="0 0.5 0">
+            <geom type="sphere" size="0.04" mass="0.2"/>
+            <site name="tip" pos="0.02 0 0"/>
+          </body>
+          <body name="slider" pos="0.1 0 0.05">
+            <joint name="s3" type="slide" axis="0 0 1"/>
+            <geom type="sphere" size="0.03" mass="0.3" pos="0.01 0.02 0"/>
+          </body>
+        </body>
+      </body>
+    </body>
+  </worldbody>
+</mujoco>
+"""
+
+
+def random_state(model, mj, rng):
+    qpos = np.array(mj.qpos0)
+    for j in range(mj.njnt):
+        a = mj.jnt_qposadr[j]
+        t = mj.jnt_type[j]
+        if t == mujoco.mjtJoint.mjJNT_FREE:
+            quat = rng.normal(size=4)
+            qpos[a: a + 7] = np.concatenate([rng.normal(size=3), quat / np.linalg.norm(quat)])
+        elif t == mujoco.mjtJoint.mjJNT_BALL:
+            quat = rng.normal(size=4)
+            qpos[a: a + 4] = quat / np.linalg.norm(quat)
+        else:
+            qpos[a] = rng.uniform(-1, 1)
+    return qpos, rng.normal(size=mj.nv), rng.normal(size=mj.nv)
+
+
+@pytest.fixture(scope="module", params=["floating", "arm"])
+def case(request):
+    xml = {"floating": FLOATING, "arm": ARM}[request.param]
+    mj = mujoco.MjModel.from_xml_string(xml)
+    mj.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
+    model = load_mjcf(xml)
+    qpos, qvel, qacc = random_state(model, mj, np.random.default_rng(3))
+    q = np.asarray(q_from_mujoco(model, qpos))
+    v = np.asarray(v_from_mujoco(model, q, qvel))
+    a = np.asarray(a_from_mujoco(model, q, v, qacc))
+    frames = [n for n in model.frame_names if mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_BODY, n) >= 0
+              or mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_SITE, n) >= 0]
+
+    @jax.jit
+    def run(q, v, a):
+        tau = sd.inverse_dynamics(model, q, v, a)
+        return dict(tau=tau, M=sd.mass_matrix(model, q), qdd=sd.forward_dynamics(model, q, v, tau),
+                    poses=[sd.frame_pose(model, q, f) for f in frames])
+
+    out = jax.tree_util.tree_map(np.asarray, run(q, v, a))
+    return dict(mj=mj, model=model, mj_state=(qpos, qvel, qacc), state=(q, v, a), out=out, frames=frames)
+
+
+def rel_err(x, y):
+    x, y = np.asarray(x), np.asarray(y)
+    return np.max(np.abs(x - y)) / max(1.0, np.max(np.abs(y)))
+
+
+def test_structure(case):
+    mj, model = case["mj"], case["model"]
+    assert (model.nq, model.nv) == (mj.nq, mj.nv)
+    names = [mujoco.mj_id2name(mj, mujoco.mjtObj.mjOBJ_JOINT, j) for j in range(mj.njnt)]
+    assert list(model.joint_names) == names
+    for j, n in enumerate(names):
+        assert model.joint_q_slice(n).start == mj.jnt_qposadr[j]
+        assert model.joint_v_slice(n).start == mj.jnt_dofadr[j]
+
+
+def test_poses(case):
+    mj = case["mj"]
+    d = mujoco.MjData(mj)
+    d.qpos[:] = case["mj_state"][0]
+    mujoco.mj_kinematics(mj, d)
+    for name, (r, p) in zip(case["frames"], case["out"]["poses"]):
+        b = mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_BODY, name)
+        if b >= 0:
+            rp, pp = d.xmat[b].reshape(3, 3), d.xpos[b]
+        else:
+            s = mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_SITE, name)
+            rp, pp = d.site_xmat[s].reshape(3, 3), d.site_xpos[s]
+        assert rel_err(p, pp) < TOL, name
+        assert rel_err(r, rp) < TOL, name
+
+
+def test_mass_matrix(case):
+    mj, model = case["mj"], case["model"]
+    d = mujoco.MjData(mj)
+    d.qpos[:] = case["mj_state"][0]
+    mujoco.mj_forward(mj, d)
+    M = np.zeros((mj.nv, mj.nv))
+    mujoco.mj_fullM(mj, d, M)  # includes armature, as sodyn's M does
+    assert rel_err(mass_matrix_from_mujoco(model, case["state"][0], M), case["out"]["M"]) < TOL
+
+
+def test_inverse_dynamics(case):
+    mj, model = case["mj"], case["model"]
+    qpos, qvel, qacc = case["mj_state"]
+    d = mujoco.MjData(mj)
+    d.qpos[:], d.qvel[:] = qpos, qvel
+    mujoco.mj_forward(mj, d)  # kinematics and velocities; it overwrites qacc, so set it after
+    d.qacc[:] = qacc
+    rne = np.zeros(mj.nv)
+    mujoco.mj_rne(mj, d, 1, rne)  # M(q) qacc + bias, without armature and damping
+    rne += mj.dof_armature * qacc + mj.dof_damping * qvel
+    q = case["state"][0]
+    assert rel_err(case["out"]["tau"], tau_from_mujoco(model, q, rne)) < TOL
+    assert rel_err(tau_to_mujoco(model, q, case["out"]["tau"]), rne) < TOL
+
+
+def test_forward_dynamics(case):
+    mj, model = case["mj"], case["model"]
+    qpos, qvel, qacc = case["mj_state"]
+    q, v, _ = case["state"]
+    d = mujoco.MjData(mj)
+    d.qpos[:], d.qvel[:] = qpos, qvel
+    d.qfrc_applied[:] = np.asarray(tau_to_mujoco(model, q, case["out"]["tau"]))
+    mujoco.mj_forward(mj, d)  # passive forces = -damping * qvel, like sodyn
+    assert rel_err(d.qacc, qacc) < TOL
+    assert rel_err(case["out"]["qdd"], a_from_mujoco(model, q, v, d.qacc)) < TOL
+
+
+def test_converters_round_trip(case):
+    model = case["model"]
+    q, v, a = case["state"]
+    qpos, qvel, qacc = case["mj_state"]
+    np.testing.assert_allclose(q_to_mujoco(model, q), qpos, atol=1e-14)
+    np.testing.assert_allclose(v_to_mujoco(model, q, v), qvel, atol=1e-12)
+    np.testing.assert_allclose(a_to_mujoco(model, q, v, a), qacc, atol=1e-12)
+
+
+def test_multi_joint_bodies_and_anchor_frames():
+    model = load_mjcf(ARM)
+    # link1 has two joints: a massless intermediate body, then the anchored body and a frame.
+    assert model.body_names[:3] == ("link1__j1", "link1__anchor", "link2__s2")
+    assert float(model.mass[0]) == 0.0
+    assert "link1" in model.frame_names and "tip" in model.frame_names
+    assert model.joint_types == ("continuous", "continuous", "prismatic", "revolute", "continuous",
+                                 "prismatic")
+
+
+def test_ignored_constraints_warn():
+    xml = ARM.replace("</worldbody>", "</worldbody><equality><joint joint1='j1' joint2='j2'/></equality>")
+    with pytest.warns(UserWarning, match="equality"):
+        load_mjcf(xml)
+
+
+def test_bad_mjcf(tmp_path):
+    with pytest.raises(FileNotFoundError, match="nope.xml"):
+        load_mjcf(tmp_path / "nope.xml")
+    bad = tmp_path / "bad.xml"
+    bad.write_text("<mujoco><worldbody><body><joint type='hinge'/></body></worldbody>")
+    with pytest.raises(ValueError, match="bad.xml"):
+        load_mjcf(bad)
+    with pytest.raises(ValueError, match="MuJoCo could not compile"):
+        load_mjcf("<mujoco><worldbody><body><joint type='screw'/></body></worldbody></mujoco>")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        load_mjcf(FLOATING)  # a clean model does not warn
