@@ -213,12 +213,17 @@ def write(args, jsonl):
     mi = machine_info()
     commit, dirty, dirty_files = sodyn_commit()
     meta = [r for r in recs if r.get("lib") == "meta"]
-    wall = next((r.get("wall_min") for r in meta if "wall_min" in r), None)
-    argv = next((r.get("argv") for r in meta if "argv" in r), None)
+    walls = [r.get("wall_min") for r in meta if "wall_min" in r]
+    wall = sum(walls) if walls else None
+    argvs = [r.get("argv") for r in meta if "argv" in r]
+    argv = argvs[0] if argvs else None
     out = []
     out.append("# sodyn benchmark results\n")
     out.append(f"- date: {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}")
     c0 = next((r for r in meta if "sodyn_commit" in r), None)
+    cs = {r["sodyn_commit"] for r in meta if "sodyn_commit" in r}
+    if len(cs) > 1:
+        out.append(f"- several sodyn commits were measured across invocations: {sorted(cs)}")
     if c0 and (c0["sodyn_commit"] != commit or c0["sodyn_dirty"] != dirty):
         out.append(f"- sodyn commit measured: `{c0['sodyn_commit']}` at start"
                    + (" (with uncommitted changes under sodyn/)" if c0["sodyn_dirty"] else "")
@@ -229,7 +234,8 @@ def write(args, jsonl):
     out.append(f"- machine: {mi['cpu']}, {mi['cores']} cores, {mi['mem']} RAM, no GPU (JAX CPU backend)")
     out.append("- versions: python " + mi["python"] + ", " + ", ".join(f"{k} {v}" for k, v in mi["versions"].items()))
     if argv:
-        out.append("- command: `python " + " ".join(argv) + "`" + (f" (wall {wall:.1f} min)" if wall else ""))
+        out.append("- command: " + " then ".join("`python " + " ".join(x) + "`" for x in argvs)
+                   + (f" (wall {' + '.join(f'{w:.1f}' for w in walls)} min)" if wall else ""))
     out.append("- XLA settings: " + "; ".join(f"`{n}`: XLA_FLAGS=`{flags.get(n, '')}`" for n in present)
                + f". Primary (full plan): `{ix.primary}`; the others run a reduced plan.")
     out.append("")
@@ -253,7 +259,25 @@ def write(args, jsonl):
         out.append(f"## Targets (issue 5) — XLA setting `{xla}`\n")
         out.append("| target | model | measured ratio | limit | verdict | detail |\n|---|---|---|---|---|---|")
         for name, m, val, lim, verdict, det in targets(ix, xla):
+            if xla != ix.primary and val is None:
+                continue
             out.append(f"| {name} | {m} | {_fmt(val)} | {lim:g} | **{verdict}** | {det} |")
+        out.append("")
+
+    if len(present) > 1:
+        out.append("## Effect of the XLA flags (same worker plan, per-sample µs; compile s in parentheses)\n")
+        keys = sorted({(k[1], k[2], k[3], k[4], k[5]) for k in ix.d if k[0] == present[1]
+                       and k[1] in ("sodyn", "mjx")}, key=lambda k: (k[1], k[0], k[2], k[4], k[3]))
+        out.append("| lib | model | op | dtype | B | " + " | ".join(f"`{x}`" for x in present) + " |")
+        out.append("|---|---|---|---|---|" + "---|" * len(present))
+        for lib, m, op, B, dt in keys:
+            cells = []
+            for x in present:
+                v = ix.get(x, lib, m, op, B, dt)
+                c = ix.get(x, lib, m, op, B, dt, "compile_s")
+                r = ix.rec(x, lib, m, op, B, dt)
+                cells.append(f"{_fmt(v)} ({_fmt(c)})" if v is not None else (r or {}).get("status", "—"))
+            out.append(f"| {lib} | {m} | {OP_NAMES.get(op, op)} | {dt} | {B} | " + " | ".join(cells) + " |")
         out.append("")
 
     for xla in present:
@@ -316,6 +340,7 @@ def plots(ix, outdir):
     robots = [m for m in ROBOT_ORDER if any(k[2] == m for k in ix.d)]
     series = [("sodyn", "float64", "sodyn f64", "C0", "-o"), ("sodyn", "float32", "sodyn f32", "C0", "--s"),
               ("pin-par", "float64", "pin par (all cores; * est.)", "C1", "-o"),
+              ("pin-par1", "float64", "pin par 1 thread", "C3", "--d"),
               ("pin-loop", "float64", "pin loop 1 thread", "C1", ":x"),
               ("mjx", "float32", "MJX f32", "C2", "-^")]
     if robots:
@@ -349,8 +374,9 @@ def plots(ix, outdir):
     chains = sorted({k[2] for k in ix.d if k[2].startswith("chain")}, key=lambda s: int(s[5:]))
     if len(chains) > 1:
         Bc = 1024 if any(k[4] == 1024 and k[2] in chains for k in ix.d) else max(k[4] for k in ix.d if k[2] in chains)
-        fig, axes = plt.subplots(1, len(ops) + 1, figsize=(3.2 * (len(ops) + 1), 3.2), squeeze=False)
-        for j, op in enumerate(ops):
+        cops = [o for o in ops if any(k[2] in chains and k[3] == o and k[1] != "check" for k in ix.d)]
+        fig, axes = plt.subplots(1, len(cops) + 1, figsize=(3.2 * (len(cops) + 1), 3.2), squeeze=False)
+        for j, op in enumerate(cops):
             ax = axes[0][j]
             for lib, dt, label, c, st in series:
                 o = "lambda_composed" if (lib == "sodyn" and op == "lambda" and

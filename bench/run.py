@@ -61,7 +61,9 @@ def parse_args(argv=None):
                    help="worker timeout for MJX under non-primary XLA settings (can be pathologically slow)")
     p.add_argument("--mjx-all-batches", action="store_true",
                    help="MJX at every batch for every op (default: FD at every batch, other ops at B=1024)")
-    p.add_argument("--budget-s", type=float, default=0.6, help="time budget per measurement (adaptive repeats)")
+    p.add_argument("--grad-batches", type=lambda s: [int(x) for x in csv(s)], default=[1, 1024],
+                   help="batches at which gradients are measured (each is a separate, slow compile)")
+    p.add_argument("--budget-s", type=float, default=0.3, help="time budget per measurement (adaptive repeats)")
     p.add_argument("--max-reps", type=int, default=30)
     p.add_argument("--max-call-s", type=float, default=4.0,
                    help="skip a batch whose predicted call time (from the previous batch) exceeds this")
@@ -72,6 +74,8 @@ def parse_args(argv=None):
     p.add_argument("--out", default=HERE, help="output folder for results.md, raw.jsonl, PNGs")
     p.add_argument("--no-plots", action="store_true")
     p.add_argument("--report-only", action="store_true", help="rebuild results.md/plots from raw.jsonl")
+    p.add_argument("--only-secondary", action="store_true",
+                   help="run only the non-primary XLA settings and append to an existing raw.jsonl")
     # worker mode (internal)
     p.add_argument("--worker", choices=["sodyn", "mjx"], help=argparse.SUPPRESS)
     p.add_argument("--model", help=argparse.SUPPRESS)
@@ -101,12 +105,15 @@ class WorkerCfg:
         self.max_bytes = a.max_gib * 2**30
         self.mjx_all = a.mjx_all_batches
         self.mjx_grad_models = a.mjx_grad_models
+        self.grad_batches = a.grad_batches
 
     def mjx_batches(self, op, model_name):
         if self.mjx_all:
             return self.batches
         if op == "gradfd" and model_name not in self.mjx_grad_models:
             return []
+        if op == "gradfd":
+            return [b for b in self.batches if b in self.grad_batches] or [max(self.batches)]
         if op == "fd" and not model_name.startswith("chain"):
             return self.batches
         main = [b for b in self.batches if b == 1024] or [max(self.batches)]
@@ -126,7 +133,7 @@ def worker_main(a):
 
 def _cli(a, **over):
     """Re-serialise the options a worker needs."""
-    d = dict(ops=a.ops, chain_ops=a.chain_ops, chain_dtypes=a.chain_dtypes, mjx_grad_models=a.mjx_grad_models, dtypes=a.dtypes, peers=a.peers, batches=a.batches, chain_batches=a.chain_batches,
+    d = dict(ops=a.ops, grad_batches=a.grad_batches, chain_ops=a.chain_ops, chain_dtypes=a.chain_dtypes, mjx_grad_models=a.mjx_grad_models, dtypes=a.dtypes, peers=a.peers, batches=a.batches, chain_batches=a.chain_batches,
              budget_s=a.budget_s, max_reps=a.max_reps, max_call_s=a.max_call_s, max_gib=a.max_gib)
     d.update(over)
     out = []
@@ -141,28 +148,33 @@ def orchestrate(a):
     os.makedirs(a.out, exist_ok=True)
     jsonl = os.path.join(a.out, "raw.jsonl")
     if not a.report_only:
-        if os.path.exists(jsonl):
+        if os.path.exists(jsonl) and not a.only_secondary:
             os.remove(jsonl)
         t_start = time.time()
         jobs = []
         for si, setting in enumerate(a.xla):
             name, _, flags = setting.partition("=")
             primary = si == 0
+            if primary and a.only_secondary:
+                continue
             models = a.models if primary else [m for m in a.secondary_models if m in a.models]
+            # cheapest-first order: all sodyn(+pin) groups, then MJX (slow compiles); Talos last in each
+            models = sorted(models, key=lambda m: m == "talos")
+            over = {} if primary else dict(ops=[o for o in a.secondary_ops if o in a.ops],
+                                           batches=a.secondary_batches, chain_batches=a.secondary_batches)
+            peers = a.peers if primary else [p for p in a.peers if p != "pin"]
             for model in models:
-                over = {} if primary else dict(ops=[o for o in a.secondary_ops if o in a.ops],
-                                               batches=a.secondary_batches, chain_batches=a.secondary_batches)
-                peers = a.peers if primary else [p for p in a.peers if p != "pin"]
                 jobs.append((name, flags, model, "sodyn", dict(over, peers=peers)))
-                if "mjx" in a.peers:
-                    # MJX under non-primary flags can be pathologically slow: do not predict-skip, rely on timeout
+            if "mjx" in a.peers:
+                for model in models:
+                    # MJX under non-primary flags can be pathologically slow: no predict-skip, rely on timeout
                     mo = dict(over) if primary else dict(over, max_call_s=1e9, ops=["fd"])
                     jobs.append((name, flags, model, "mjx", mo))
         with open(jsonl, "a") as f:
             import report
 
             commit, dirty, _ = report.sodyn_commit()
-            f.write(json.dumps({"lib": "meta", "argv": sys.argv, "start": t_start, "sodyn_commit": commit,
+            f.write(json.dumps({"lib": "meta", "argv": sys.argv, "start": t_start, "only_secondary": a.only_secondary, "sodyn_commit": commit,
                                 "sodyn_dirty": dirty}) + "\n")
         for name, flags, model, kind, over in jobs:
             timeout = a.worker_timeout
