@@ -144,7 +144,7 @@ def test_poses(case):
     d = mujoco.MjData(mj)
     d.qpos[:] = case["mj_state"][0]
     mujoco.mj_kinematics(mj, d)
-    for name, (r, p) in zip(case["frames"], case["out"]["poses"]):
+    for name, (r, p) in zip(case["frames"], case["out"]["poses"], strict=True):
         b = mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_BODY, name)
         if b >= 0:
             rp, pp = d.xmat[b].reshape(3, 3), d.xpos[b]

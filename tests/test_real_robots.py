@@ -16,9 +16,9 @@ import zlib
 import jax
 import numpy as np
 import pytest
+from robots import MUJOCO_REJECTS, ROBOTS, robot_path, urdf_for_mujoco
 
 import sodyn as sd
-from robots import MUJOCO_REJECTS, ROBOTS, robot_path, urdf_for_mujoco
 from sodyn.io import (
     a_to_mujoco,
     load_urdf,
@@ -77,7 +77,7 @@ def random_q(model, rng):
     """A random configuration drawn in NumPy (cheaper than compiling random_configuration)."""
     q = np.zeros(model.nq)
     lo, hi = np.asarray(model.lower_limit), np.asarray(model.upper_limit)
-    for name, t in zip(model.joint_names, model.joint_types):
+    for name, t in zip(model.joint_names, model.joint_types, strict=True):
         s = model.joint_q_slice(name)
         if t == "free":
             quat = rng.normal(size=4)
@@ -112,7 +112,7 @@ def test_frames_and_jacobians(robot):
     pin.computeJointJacobians(pm, pd, qp)
     pin.updateFramePlacements(pm, pd)
     fk = out["fk"]
-    for i, (name, k) in enumerate(zip(robot["frames"], robot["fids"])):
+    for i, (name, k) in enumerate(zip(robot["frames"], robot["fids"], strict=True)):
         fid = pm.getFrameId(name)
         assert rel_err(fk.frame.translation[k], pd.oMf[fid].translation) < TOL, name
         assert rel_err(fk.frame.rotation[k], pd.oMf[fid].rotation) < TOL, name

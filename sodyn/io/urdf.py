@@ -364,9 +364,12 @@ def load_urdf(
 
     b = ModelBuilder(gravity=gravity, name=robot.get("name") or "robot")
 
+    index: dict[str, int] = {}  # link -> builder index (the builder reads the name "world" as the world)
+
     def add(link: _Link, parent, spec, joint_name, **kw):
+        parent = None if parent is None else index[parent]
         try:
-            b.add_body(link.name, parent, spec, mass=link.mass, com=link.com, inertia=link.inertia,
+            index[link.name] = b.add_body(link.name, parent, spec, mass=link.mass, com=link.com, inertia=link.inertia,
                        joint_name=joint_name, massless_ok=True, check_triangle_inequality=False, **kw)
         except ValueError as e:
             raise doc.error(link.el, str(e)) from None
@@ -395,14 +398,14 @@ def load_urdf(
                 add(child, j.parent, JointSpec.planar(), j.name, damping=j.damping, **kw)
             else:
                 mid = f"{j.child}__planar"
-                b.add_body(mid, j.parent, JointSpec.planar(), rotation=j.rotation @ ra,
+                index[mid] = b.add_body(mid, index[j.parent], JointSpec.planar(), rotation=j.rotation @ ra,
                            translation=j.translation, mass=0.0, inertia=np.zeros((3, 3)),
                            joint_name=j.name, damping=j.damping, massless_ok=True)
                 add(child, mid, JointSpec.fixed(), f"{j.name}__planar_fixed", rotation=ra.T)
     used = set(links)
     for j in order:
         if j.type == "fixed" and j.name not in used:
-            b.add_frame(j.name, j.child)
+            b.add_frame(j.name, index[j.child])
             used.add(j.name)
     try:
         model = b.build(dtype=dtype)
