@@ -225,7 +225,10 @@ def run_sodyn_pin(cfg, model_name: str, sink: Sink):
                 continue
             fn = fns[op]
             prev = None
-            for B in sorted(cfg.batches):
+            batches = cfg.batches
+            if op == "gradfd":
+                batches = [b for b in cfg.batches if b in cfg.grad_batches] or [max(cfg.batches)]
+            for B in sorted(batches):
                 out_elems = {"M": nv * nv, "Minv": nv * nv, "lambda": 36, "lambda_composed": 36,
                              "gradfd": nq + nv}.get(op, nv)
                 out_bytes = B * out_elems * (8 if dt_name == "float64" else 4) * (8 if op == "gradfd" else 3)
@@ -251,7 +254,7 @@ def run_sodyn_pin(cfg, model_name: str, sink: Sink):
                 except Exception as e:  # noqa: BLE001
                     sink(lib="sodyn", op=op, B=B, dtype=dt_name, status="error", note=repr(e)[:200], **common)
                     break
-                prev = tt / B
+                prev = tt / B if B >= 64 else None  # B=1 is dominated by dispatch: do not extrapolate
                 note = "jit(vmap) of inv(J M^-1 J^T) from sodyn primitives" if op == "lambda_composed" else ""
                 sink(lib="sodyn", op=op, B=B, dtype=dt_name, per_sample_us=tt / B * 1e6, call_us=tt * 1e6,
                      compile_s=tc, xla_bytes=mem, reps=reps, note=note, **common)
@@ -353,7 +356,7 @@ def run_mjx(cfg, model_name: str, sink: Sink):
             except Exception as e:  # noqa: BLE001
                 sink(lib="mjx", op=op, B=B, dtype="float32", status="error", note=repr(e)[:200], **common)
                 break
-            prev = tt / B
+            prev = tt / B if B >= 64 else None
             sink(lib="mjx", op=op, B=B, dtype="float32", per_sample_us=tt / B * 1e6, call_us=tt * 1e6,
                  compile_s=tc, xla_bytes=_mem(compiled), reps=reps, note=notes[op], **common)
     sink(lib="process", op="-", B=0, dtype="-", maxrss_mb=maxrss_mb(), note="mjx worker peak RSS",

@@ -305,7 +305,14 @@ def write(args, jsonl):
     out.append("")
     out.append("## Skipped, unavailable, errors\n")
     n = 0
+    filled = {(r.get("xla"), r["lib"], r["model"]) for r in recs
+              if r.get("lib") not in ("meta",) and r.get("op") != "*" and r.get("status") == "ok"}
     for r in recs:
+        if r.get("op") == "*" and r.get("status") == "skipped" and (r.get("xla"), r["lib"], r["model"]) in filled:
+            continue  # a later --append run filled this group
+        key = (r.get("xla"), r.get("lib"), r.get("model"), r.get("op"), r.get("B"), r.get("dtype"))
+        if ix.d.get(key) is not r and (ix.d.get(key) or {}).get("status") == "ok":
+            continue  # superseded by a later measurement (--append)
         if r.get("lib") not in ("meta", "check", "process") and r.get("status", "ok") != "ok":
             out.append(f"- [{r.get('xla')}] {r['lib']} {r['model']} {r['op']} B={r['B']} {r['dtype']}: "
                        f"{r['status']} — {r.get('note', '')}")
