@@ -46,7 +46,7 @@ import numpy as np
 
 from sodyn import spatial
 from sodyn.io import _xml
-from sodyn.joints import JointSpec, nq_of, nv_of
+from sodyn.joints import JointSpec
 from sodyn.model import Model, ModelBuilder
 
 
