@@ -45,6 +45,7 @@ from sodyn.algorithms.operational_space import (
     task_jdot_v,
 )
 from sodyn.control import OSCOutput, osc_torque, posture_torque, task_pd_acceleration
+from sodyn.batching import vmap
 from sodyn.configuration import (
     difference,
     integrate,

@@ -217,4 +217,4 @@ def random(kernel: str, key: Array, lower: Array, upper: Array, dtype) -> Array:
 
 
 def _normalize(q: Array) -> Array:
-    return q / jnp.sqrt(jnp.sum(q * q, axis=-1, keepdims=True))
+    return q / jnp.sqrt(spatial.dot(q, q))[..., None]

@@ -256,6 +256,8 @@ class ModelBuilder:
         self._names: dict[str, int] = {}
 
     def _parent_index(self, parent, where: str) -> int:
+        if isinstance(parent, str) and parent in self._names:  # a real body named "world" wins
+            return self._names[parent]
         if parent is None or parent == "world" or (isinstance(parent, (int, np.integer)) and parent == WORLD):
             return WORLD
         if isinstance(parent, str):

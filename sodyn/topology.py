@@ -208,7 +208,10 @@ def _from_parent(onehot: jax.Array, carry: PyTree) -> PyTree:
 
     def pick(x):
         oh = onehot.reshape(onehot.shape + (1,) * (x.ndim - 1)).astype(x.dtype)
-        return jnp.sum(oh * x[None], axis=1)
+        out = oh[:, 0] * x[0]
+        for p in range(1, x.shape[0]):
+            out = out + oh[:, p] * x[p]
+        return out
 
     return jax.tree_util.tree_map(pick, carry)
 
@@ -225,7 +228,10 @@ def _to_parent(onehot: jax.Array, values: PyTree) -> PyTree:
 
     def put(x):
         oh = onehot.reshape(onehot.shape + (1,) * (x.ndim - 1)).astype(x.dtype)
-        return jnp.sum(oh * x[:, None], axis=0)
+        out = oh[0] * x[0]
+        for c in range(1, x.shape[0]):
+            out = out + oh[c] * x[c]
+        return out
 
     return jax.tree_util.tree_map(put, values)
 

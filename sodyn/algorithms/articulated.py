@@ -71,38 +71,77 @@ def _spd_inverse(d: jax.Array) -> jax.Array:
     return jnp.linalg.inv(0.5 * (d + spatial.transpose(d)))
 
 
+def _riccati_level(subspaces, big_p, h_l, arm_l):
+    """One level of the Riccati recursion: ``D``, ``D⁻¹``, ``U = P H*`` and ``P⁺`` per kernel."""
+    p_plus, us, ds, dinvs = [], [], [], []
+    for s, h, arm in zip(subspaces, h_l, arm_l):
+        sub = s.at_level(h)
+        pk = big_p[s.start:s.stop]
+        u = sub.right_times(pk)  # (Wk, 6, nv_k)
+        d = sub.transpose_times_cols(u)  # H P H*, (Wk, nv_k, nv_k)
+        d = d + arm[..., None] * jnp.eye(d.shape[-1], dtype=d.dtype)
+        dinv = _spd_inverse(d)
+        pp = pk - spatial.mm(spatial.mm(u, dinv), spatial.transpose(u))
+        p_plus.append(0.5 * (pp + spatial.transpose(pp)))
+        us.append(u)
+        ds.append(d)
+        dinvs.append(dinv)
+    return jnp.concatenate(p_plus, axis=0), tuple(us), tuple(ds), tuple(dinvs)
+
+
+def _innovation_level(subspaces, z, h_l, t_l, u_l, dinv_l):
+    """One level of the innovations recursion: ``ν = D⁻¹(T − H z)`` and ``z⁺ = z + U ν``."""
+    z_plus, nus = [], []
+    for s, h, t, u, dinv in zip(subspaces, h_l, t_l, u_l, dinv_l):
+        zk = z[s.start:s.stop]
+        nu = spatial.mv(dinv, t - s.at_level(h).transpose_times(zk))
+        z_plus.append(zk + spatial.mv(u, nu))
+        nus.append(nu)
+    return jnp.concatenate(z_plus, axis=0), tuple(nus)
+
+
+def _level_subspace_data(topo, levels: Levels, dtype):
+    """Per-kernel ``h`` stacked by level (placeholders for constant subspaces)."""
+    return tuple(s.h if s.h is not None else jnp.zeros((topo.n_levels,), dtype) for s in levels.subspaces)
+
+
 def articulated_levels(model: Model, levels: Levels) -> ArticulatedLevels:
     """The Riccati recursion (Jain Alg. 7.1) as one gather."""
     topo = model.topology
     dtype = levels.rel_p.dtype
-    m = model_params(model, dtype)
-    arm_blocks = dofs_to_levels(topo, m.armature, 0.0)
-    hs = tuple(s.h if s.h is not None else jnp.zeros((topo.n_levels,), dtype) for s in levels.subspaces)
+    arm_blocks = dofs_to_levels(topo, model_params(model, dtype).armature, 0.0)
 
     def step(from_children, x):
         r, p, inertia, h_l, arm_l = x
         big_p = inertia + from_children
-        p_plus, us, ds, dinvs = [], [], [], []
-        for s, h, arm in zip(levels.subspaces, h_l, arm_l):
-            sub = s.at_level(h)
-            pk = big_p[s.start:s.stop]
-            u = sub.right_times(pk)  # (Wk, 6, nv_k)
-            d = sub.transpose_times_cols(u)  # H P H*, (Wk, nv_k, nv_k)
-            d = d + arm[..., None] * jnp.eye(d.shape[-1], dtype=dtype)
-            dinv = _spd_inverse(d)
-            pp = pk - spatial.mm(spatial.mm(u, dinv), spatial.transpose(u))
-            p_plus.append(0.5 * (pp + spatial.transpose(pp)))
-            us.append(u)
-            ds.append(d)
-            dinvs.append(dinv)
-        p_plus = jnp.concatenate(p_plus, axis=0)
-        return spatial.inertia_to_parent(r, p, p_plus), (big_p, p_plus, tuple(us), tuple(ds), tuple(dinvs))
+        p_plus, us, ds, dinvs = _riccati_level(levels.subspaces, big_p, h_l, arm_l)
+        return spatial.inertia_to_parent(r, p, p_plus), (big_p, p_plus, us, ds, dinvs)
 
-    zero = jnp.zeros((6, 6), dtype)
+    hs = _level_subspace_data(topo, levels, dtype)
     big_p, p_plus, us, ds, dinvs = gather(
-        topo, step, zero, (levels.rel_r, levels.rel_p, levels.inertia, hs, tuple(arm_blocks))
+        topo, step, jnp.zeros((6, 6), dtype), (levels.rel_r, levels.rel_p, levels.inertia, hs, tuple(arm_blocks))
     )
     return ArticulatedLevels(big_p, p_plus, us, ds, dinvs)
+
+
+def _accelerations(model, levels, coriolis, nus, us, dinvs, root_acceleration) -> jax.Array:
+    """The acceleration scatter of Lemma 7.6: ``θ̈ = ν − D⁻¹ U* α⁺``, ``α = α⁺ + H* θ̈ + a``."""
+    topo = model.topology
+    hs = _level_subspace_data(topo, levels, coriolis.dtype)
+
+    def down(parent_acc, x):
+        r, p, cor, h_l, nu_l, u_l, dinv_l = x
+        a_plus = spatial.motion_to_child(r, p, parent_acc)
+        qdd, motion = [], []
+        for s, h, nu, u, dinv in zip(levels.subspaces, h_l, nu_l, u_l, dinv_l):
+            qk = nu - spatial.mv(dinv, spatial.mtv(u, a_plus[s.start:s.stop]))
+            qdd.append(qk)
+            motion.append(s.at_level(h).times(qk))
+        acc = a_plus + jnp.concatenate(motion, axis=0) + cor
+        return acc, tuple(qdd)
+
+    qdd = scatter(topo, down, root_acceleration, (levels.rel_r, levels.rel_p, coriolis, hs, nus, us, dinvs))
+    return dofs_from_levels(topo, list(qdd))
 
 
 def innovations_and_accelerations(
@@ -114,50 +153,26 @@ def innovations_and_accelerations(
     t_blocks: list[jax.Array],
     root_acceleration: jax.Array,
 ) -> jax.Array:
-    """The innovations gather and the acceleration scatter (Jain Alg. 7.2, Lemma 7.6).
+    """The innovations gather and the acceleration scatter (Jain Alg. 7.2, Lemma 7.6), given
+    the Riccati quantities.
 
     ``z_local = P a + b − f_ext`` per body, ``coriolis = a`` per body, ``t_blocks`` the joint
     forces per kernel.  Returns ``θ̈`` as an ``(nv,)`` vector.
     """
     topo = model.topology
     dtype = z_local.dtype
-    hs = tuple(s.h if s.h is not None else jnp.zeros((topo.n_levels,), dtype) for s in levels.subspaces)
+    hs = _level_subspace_data(topo, levels, dtype)
 
     def up(from_children, x):
         r, p, zl, h_l, t_l, u_l, dinv_l = x
-        z = zl + from_children
-        z_plus, nus = [], []
-        for s, h, t, u, dinv in zip(levels.subspaces, h_l, t_l, u_l, dinv_l):
-            zk = z[s.start:s.stop]
-            eps = t - s.at_level(h).transpose_times(zk)
-            nu = spatial.mv(dinv, eps)
-            z_plus.append(zk + spatial.mv(u, nu))
-            nus.append(nu)
-        z_plus = jnp.concatenate(z_plus, axis=0)
-        return spatial.force_to_parent(r, p, z_plus), tuple(nus)
+        z_plus, nus = _innovation_level(levels.subspaces, zl + from_children, h_l, t_l, u_l, dinv_l)
+        return spatial.force_to_parent(r, p, z_plus), nus
 
     nus = gather(
         topo, up, jnp.zeros(6, dtype),
         (levels.rel_r, levels.rel_p, z_local, hs, tuple(t_blocks), abi.U, abi.D_inv),
     )
-
-    def down(parent_acc, x):
-        r, p, cor, h_l, nu_l, u_l, dinv_l = x
-        a_plus = spatial.motion_to_child(r, p, parent_acc)
-        qdd, motion = [], []
-        for s, h, nu, u, dinv in zip(levels.subspaces, h_l, nu_l, u_l, dinv_l):
-            ap = a_plus[s.start:s.stop]
-            qk = nu - spatial.mv(dinv, spatial.mtv(u, ap))
-            qdd.append(qk)
-            motion.append(s.at_level(h).times(qk))
-        acc = a_plus + jnp.concatenate(motion, axis=0) + cor
-        return acc, tuple(qdd)
-
-    qdd = scatter(
-        topo, down, root_acceleration,
-        (levels.rel_r, levels.rel_p, coriolis, hs, nus, abi.U, abi.D_inv),
-    )
-    return dofs_from_levels(topo, list(qdd))
+    return _accelerations(model, levels, coriolis, nus, abi.U, abi.D_inv, root_acceleration)
 
 
 def forward_dynamics(model: Model, q, v, tau, f_ext=None) -> jax.Array:
@@ -165,7 +180,8 @@ def forward_dynamics(model: Model, q, v, tau, f_ext=None) -> jax.Array:
 
     Gravity, external forces ``f_ext`` ``(n_bodies, 6)`` (body frame), joint damping
     (``τ − damping ⊙ v``) and armature (added to ``D``) are included, consistently with
-    :func:`sodyn.inverse_dynamics`.
+    :func:`sodyn.inverse_dynamics`.  The Riccati and innovations recursions run fused in one
+    gather (Jain Alg. 7.1 and 7.2 share their tip-to-base sweep), then one scatter.
     """
     q = check_vector(model, q, model.nq, "q")
     v = check_vector(model, v, model.nv, "v", q.dtype)
@@ -178,14 +194,29 @@ def forward_dynamics(model: Model, q, v, tau, f_ext=None) -> jax.Array:
     vel, _, coriolis = velocities_and_accelerations_levels(
         levels, topo, dofs_to_levels(topo, v, 0.0), None, jnp.zeros(6, dtype)
     )
-    abi = articulated_levels(model, levels)
-    z_local = spatial.mv(abi.P, coriolis) + spatial.force_cross(vel, spatial.mv(levels.inertia, vel))
+    bias = spatial.force_cross(vel, spatial.mv(levels.inertia, vel))
     if f_ext is not None:
-        z_local = z_local - to_levels(topo, f_ext, jnp.zeros(6, dtype))
+        bias = bias - to_levels(topo, f_ext, jnp.zeros(6, dtype))
     t_blocks = dofs_to_levels(topo, tau - m.damping * v, 0.0)
-    return innovations_and_accelerations(
-        model, levels, abi, z_local, coriolis, t_blocks, gravity_acceleration(m, dtype)
+    arm_blocks = dofs_to_levels(topo, m.armature, 0.0)
+    hs = _level_subspace_data(topo, levels, dtype)
+
+    def up(from_children, x):
+        r, p, inertia, cor, b, h_l, arm_l, t_l = x
+        pa_children, za_children = from_children
+        big_p = inertia + pa_children
+        p_plus, us, _, dinvs = _riccati_level(levels.subspaces, big_p, h_l, arm_l)
+        z = spatial.mv(big_p, cor) + b + za_children
+        z_plus, nus = _innovation_level(levels.subspaces, z, h_l, t_l, us, dinvs)
+        sent = (spatial.inertia_to_parent(r, p, p_plus), spatial.force_to_parent(r, p, z_plus))
+        return sent, (nus, us, dinvs)
+
+    zero = (jnp.zeros((6, 6), dtype), jnp.zeros(6, dtype))
+    nus, us, dinvs = gather(
+        topo, up, zero,
+        (levels.rel_r, levels.rel_p, levels.inertia, coriolis, bias, hs, tuple(arm_blocks), tuple(t_blocks)),
     )
+    return _accelerations(model, levels, coriolis, nus, us, dinvs, gravity_acceleration(m, dtype))
 
 
 def _inverse_times_levels(model: Model, levels: Levels, abi: ArticulatedLevels, x: jax.Array) -> jax.Array:

@@ -66,13 +66,13 @@ class Subspace(NamedTuple):
     def transpose_times(self, f: jax.Array) -> jax.Array:
         """``H f`` for ``f`` of shape ``(..., 6)`` → ``(..., nv_k)``."""
         if self.h is not None:
-            return jnp.sum(self.h * f, axis=-1, keepdims=True)
+            return spatial.dot(self.h, f)[..., None]
         return spatial.mtv(self.const, f)
 
     def transpose_times_cols(self, f: jax.Array) -> jax.Array:
         """``H F`` for ``F`` of shape ``(..., 6, m)`` → ``(..., nv_k, m)``."""
         if self.h is not None:
-            return jnp.sum(self.h[..., :, None] * f, axis=-2)[..., None, :]
+            return spatial.mtv(f, self.h)[..., None, :]
         return spatial.mtm(self.const, f)
 
     def right_times(self, p: jax.Array) -> jax.Array:
