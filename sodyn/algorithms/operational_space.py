@@ -336,7 +336,7 @@ def _rotation_6(tasks: Sequence[ResolvedTask], task_rot: jax.Array) -> jax.Array
 def _to_task_rows(tasks, task_rot, x_local: jax.Array) -> jax.Array:
     """Rotate stacked local rows ``(T, 6, ...)`` to the tasks' references and select task rows."""
     rot = _rotation_6(tasks, task_rot)
-    x = jnp.einsum("tij,tj...->ti...", rot, x_local)
+    x = jnp.sum(rot.reshape(rot.shape + (1,) * (x_local.ndim - 2)) * x_local[:, None], axis=2)
     x = x.reshape((6 * len(tasks),) + x.shape[2:])
     return x[_row_selection(tasks)]
 
@@ -356,7 +356,7 @@ def _compliance_from_sweeps(model: Model, tasks, sw: TaskSweeps) -> jax.Array:
     blocks = spatial.mm(a, spatial.mm(y, spatial.transpose(b)))  # Ψ_s* Υ_c Ψ_t
     blocks = jnp.where(jnp.asarray(related)[:, :, None, None], blocks, 0.0)
     rot = _rotation_6(tasks, sw.task_rotation)
-    blocks = jnp.einsum("sij,stjk,tlk->stil", rot, blocks, rot)
+    blocks = spatial.mm(rot[:, None], spatial.mm(blocks, spatial.transpose(rot)[None]))
     full = jnp.transpose(blocks, (0, 2, 1, 3)).reshape((6 * n_t, 6 * n_t))
     sel = _row_selection(tasks)
     full = full[sel][:, sel]
