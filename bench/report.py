@@ -204,12 +204,23 @@ def model_table(ix, xla, model):
 def write(args, jsonl):
     recs = load(jsonl)
     ix = Index(recs)
+    settings = list(args.xla)
+    for r in recs:
+        if r.get("lib") == "meta":
+            settings += r.get("xla", [])
     xlas = []
-    for s in args.xla:
-        xlas.append(s.partition("=")[0])
+    for s in settings:
+        if s.partition("=")[0] not in xlas:
+            xlas.append(s.partition("=")[0])
+    for k in ix.d:
+        if k[0] not in xlas:
+            xlas.append(k[0])
     present = [x for x in xlas if any(k[0] == x for k in ix.d)] or xlas
     ix.primary = present[0]
-    flags = {s.partition("=")[0]: s.partition("=")[2] for s in args.xla}
+    flags = {}
+    for s in settings:
+        flags.setdefault(s.partition("=")[0], s.partition("=")[2])
+    flags.setdefault("default", "")
     mi = machine_info()
     commit, dirty, dirty_files = sodyn_commit()
     meta = [r for r in recs if r.get("lib") == "meta"]
@@ -310,6 +321,8 @@ def write(args, jsonl):
     for r in recs:
         if r.get("op") == "*" and r.get("status") == "skipped" and (r.get("xla"), r["lib"], r["model"]) in filled:
             continue  # a later --append run filled this group
+        if r.get("lib") == "meta":
+            continue
         key = (r.get("xla"), r.get("lib"), r.get("model"), r.get("op"), r.get("B"), r.get("dtype"))
         if ix.d.get(key) is not r and (ix.d.get(key) or {}).get("status") == "ok":
             continue  # superseded by a later measurement (--append)

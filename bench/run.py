@@ -59,6 +59,8 @@ def parse_args(argv=None):
     p.add_argument("--secondary-batches", type=lambda s: [int(x) for x in csv(s)], default=[1, 1024])
     p.add_argument("--secondary-mjx-timeout", type=float, default=300.0,
                    help="worker timeout for MJX under non-primary XLA settings (can be pathologically slow)")
+    p.add_argument("--mjx-chain-max-n", type=int, default=32,
+                   help="MJX on chains only up to this N, FD only (MJX compile took 67-113 s per op at N=32)")
     p.add_argument("--mjx-all-batches", action="store_true",
                    help="MJX at every batch for every op (default: FD at every batch, other ops at B=1024)")
     p.add_argument("--grad-batches", type=lambda s: [int(x) for x in csv(s)], default=[1, 1024],
@@ -169,16 +171,25 @@ def orchestrate(a):
                 jobs.append((name, flags, model, "sodyn", dict(over, peers=peers)))
             if "mjx" in a.peers:
                 for model in models:
+                    if model.startswith("chain") and int(model[5:]) > a.mjx_chain_max_n:
+                        jobs.append((name, flags, model, "mjx-skip", {}))
+                        continue
                     # MJX under non-primary flags can be pathologically slow: no predict-skip, rely on timeout
                     mo = dict(over) if primary else dict(over, max_call_s=1e9, ops=["fd"])
+                    if model.startswith("chain"):
+                        mo["ops"] = [o for o in mo.get("ops", a.ops) if o == "fd"]
                     jobs.append((name, flags, model, "mjx", mo))
         with open(jsonl, "a") as f:
             import report
 
             commit, dirty, _ = report.sodyn_commit()
-            f.write(json.dumps({"lib": "meta", "argv": sys.argv, "start": t_start, "only_secondary": a.only_secondary, "sodyn_commit": commit,
+            f.write(json.dumps({"lib": "meta", "argv": sys.argv, "start": t_start, "only_secondary": a.only_secondary, "xla": a.xla, "sodyn_commit": commit,
                                 "sodyn_dirty": dirty}) + "\n")
         for name, flags, model, kind, over in jobs:
+            if kind == "mjx-skip":
+                _append(jsonl, dict(lib="mjx", model=model, op="*", B=0, dtype="-", xla=name, status="skipped",
+                                    note=f"MJX chain N > --mjx-chain-max-n {a.mjx_chain_max_n} (compile time)"))
+                continue
             timeout = a.worker_timeout
             if kind == "mjx" and name != a.xla[0].partition("=")[0]:
                 timeout = a.secondary_mjx_timeout
