@@ -57,7 +57,8 @@ def _simulate(args) -> int:
     drift = np.abs(np.asarray(e1) - np.asarray(e0)) / np.maximum(np.abs(np.asarray(e0)), 1.0)
     steps = args.batch * args.steps
     print(f"model        {model!r}")
-    print(f"rollout      batch {args.batch} x {args.steps} steps of {args.dt} s ({np.dtype(dtype).name}, unactuated, gravity on)")
+    print(f"rollout      batch {args.batch} x {args.steps} steps of {args.dt} s "
+          f"({np.dtype(dtype).name}, unactuated, gravity on)")
     print(f"compile      {compile_s:.2f} s")
     print(f"run          {run_s:.3f} s  = {run_s / steps * 1e6:.2f} us per forward-dynamics step and sample")
     print(f"energy drift median {np.median(drift):.2e}, max {np.max(drift):.2e} (relative, semi-implicit Euler)")

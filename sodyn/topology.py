@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -99,7 +100,8 @@ def compile_topology(parent: np.ndarray, joint_type: tuple[str, ...]) -> Topolog
 
     # Slots: each kernel owns a fixed range, as wide as its widest level.
     present = [kn for kn in KERNELS if kn in kernels]
-    kwidth = {kn: max(int(np.sum((level == lv) & (np.array(kernels) == kn))) for lv in range(n_levels)) for kn in present}
+    kernel_arr = np.array(kernels)
+    kwidth = {kn: max(int(np.sum((level == lv) & (kernel_arr == kn))) for lv in range(n_levels)) for kn in present}
     kernel_slots, start = [], 0
     for kn in present:
         kernel_slots.append((kn, start, start + kwidth[kn]))
@@ -169,7 +171,8 @@ def compile_topology(parent: np.ndarray, joint_type: tuple[str, ...]) -> Topolog
 
 def to_levels(topo: Topology, body_values: jax.Array, pad_value: jax.Array) -> jax.Array:
     """Body-ordered ``(n, ...)`` values → level layout ``(L, W, ...)``; padding gets ``pad_value``."""
-    ext = jnp.concatenate([body_values, jnp.broadcast_to(pad_value, (1,) + body_values.shape[1:]).astype(body_values.dtype)])
+    pad = jnp.broadcast_to(pad_value, (1,) + body_values.shape[1:]).astype(body_values.dtype)
+    ext = jnp.concatenate([body_values, pad])
     return ext[topo.body_slot]
 
 

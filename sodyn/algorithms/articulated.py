@@ -30,7 +30,12 @@ import jax.numpy as jnp
 
 from sodyn import spatial
 from sodyn.algorithms.common import (
-    Levels, check_f_ext, check_vector, gravity_acceleration, joint_motion, model_params, prepare,
+    Levels,
+    check_f_ext,
+    check_vector,
+    gravity_acceleration,
+    model_params,
+    prepare,
 )
 from sodyn.algorithms.kinematics import velocities_and_accelerations_levels
 from sodyn.model import Model
@@ -280,7 +285,7 @@ def articulated_body_inertias(model: Model, q) -> ArticulatedBodyInertias:
     g_blocks = [jnp.swapaxes(spatial.mm(u, dinv), -1, -2) for u, dinv in zip(abi.U, abi.D_inv)]
     g = dofs_from_levels(topo, g_blocks)  # (nv, 6)
     d = jnp.zeros((nv, nv), dtype)
-    for s, db, vi in zip(levels.subspaces, abi.D, topo.v_index):
+    for db, vi in zip(abi.D, topo.v_index):
         real = vi[..., 0] < nv
         idx = vi[real]  # (n_k, nv_k)
         blocks = db[real]

@@ -20,7 +20,12 @@ import numpy as np
 
 from sodyn import spatial
 from sodyn.algorithms.common import (
-    Levels, check_vector, gravity_acceleration, joint_motion, model_params, prepare,
+    Levels,
+    check_vector,
+    gravity_acceleration,
+    joint_motion,
+    model_params,
+    prepare,
 )
 from sodyn.model import Model
 from sodyn.topology import dofs_from_levels, dofs_to_levels, from_levels, scatter

@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from sodyn import spatial
 from sodyn.algorithms.common import check_vector, model_params, prepare, static_onehot_dofs
 from sodyn.model import Model
-from sodyn.topology import dofs_from_levels, gather
+from sodyn.topology import dofs_from_levels, from_levels, gather
 
 
 def composite_inertias_and_rows(model: Model, levels) -> tuple[jax.Array, jax.Array]:
@@ -67,12 +66,9 @@ def mass_matrix(model: Model, q) -> jax.Array:
 
 def composite_inertias(model: Model, q) -> jax.Array:
     """Composite-body spatial inertias ``R(k)`` ``(n_bodies, 6, 6)``, each about its body frame."""
-    from sodyn.topology import from_levels
-
     q = check_vector(model, q, model.nq, "q")
     levels = prepare(model, q)
     comp, _ = composite_inertias_and_rows(model, levels)
     return from_levels(model.topology, comp)
 
 
-__all__ = ["mass_matrix", "composite_inertias", "np"]
