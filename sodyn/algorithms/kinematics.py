@@ -141,7 +141,7 @@ def _check_reference(reference: str) -> None:
         raise ValueError(f"reference must be 'local' or 'world_aligned', got {reference!r}")
 
 
-def _world_subspace_columns(model: Model, levels: Levels, wr, wp) -> jax.Array:
+def world_subspace_columns(model: Model, levels: Levels, wr, wp) -> jax.Array:
     """Each dof's motion axis ``H*`` as a spatial vector at the world origin, ``(nv, 6)``."""
     topo = model.topology
     cols = []
@@ -176,7 +176,7 @@ def frame_jacobians(model: Model, q, frames, reference: Reference = "local") -> 
     wr, wp = world_poses_levels(levels, topo)
     body_r, body_p = from_levels(topo, wr), from_levels(topo, wp)
     fp = frame_poses(model, body_r, body_p)
-    cols = _world_subspace_columns(model, levels, wr, wp)  # (nv, 6) at the world origin
+    cols = world_subspace_columns(model, levels, wr, wp)  # (nv, 6) at the world origin
     fb = np.asarray(model.frame_body)[ids]
     support = np.zeros((len(ids), topo.nv), dtype=bool)
     support[fb >= 0] = topo.support[fb[fb >= 0]]

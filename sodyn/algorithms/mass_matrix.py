@@ -1,13 +1,14 @@
 """Mass matrix by composite rigid-body inertias (Jain Alg. 4.2, tree form Alg. 9.2).
 
-One gather computes, for every body ``k``, the composite inertia (the Lyapunov recursion,
-Jain eq. 4.20)
+One gather computes the composite inertias (the Lyapunov recursion, Jain eq. 4.20)
 
-    R(k) = M(k) + Σ_{c ∈ children(k)} φ(k, c) R(c) φ*(k, c)
+    R(k) = M(k) + Σ_{c ∈ children(k)} φ(k, c) R(c) φ*(k, c).
 
-together with the block row ``F(k) = Σ_{d ⪰ k} φ(k, d) R(d) H*(d) E_d`` (``E_d`` places
-columns at the dofs of ``d``), so that ``𝓜(k, d) = H(k) φ(k, d) R(d) H*(d)`` (Lemma 4.1)
-for every descendant ``d``; symmetry fills in the rest.  Cost O(N · nv).
+Lemma 4.1 gives ``𝓜(i, k) = H(i) φ(i, k) R(k) H*(k)`` for ``i`` an ancestor of (or equal to)
+``k``.  Expressed in world axes at the world origin, ``φ(i, k)`` becomes the identity, so
+with ``H*_w`` and ``R_w`` the joint axes and composite inertias in world coordinates,
+``𝓜(i, k) = H*_w(i)ᵀ R_w(k) H*_w(k)``: one masked outer product over dof pairs (cost
+O(N + nv²)), the ancestor mask being static.  Symmetry fills in the other triangle.
 """
 
 from __future__ import annotations
@@ -16,59 +17,43 @@ import jax
 import jax.numpy as jnp
 
 from sodyn import spatial
-from sodyn.algorithms.common import check_vector, model_params, prepare, static_onehot_dofs
+from sodyn.algorithms.common import Levels, check_vector, model_params, prepare
+from sodyn.algorithms.kinematics import world_poses_levels, world_subspace_columns
 from sodyn.model import Model
-from sodyn.topology import dofs_from_levels, from_levels, gather
+from sodyn.topology import from_levels, gather
 
 
-def composite_inertias_and_rows(model: Model, levels) -> tuple[jax.Array, jax.Array]:
-    """Composite inertias ``R`` ``(L, W, 6, 6)`` and mass-matrix rows ``(nv, nv)`` (upper part)."""
-    topo = model.topology
+def composite_levels(model: Model, levels: Levels) -> jax.Array:
+    """Composite inertias ``R(k)`` about each body frame, level layout ``(L, W, 6, 6)``."""
     dtype = levels.rel_p.dtype
-    nv = topo.nv
-    placers = [jnp.asarray(e, dtype) for e in static_onehot_dofs(topo)]
 
     def step(from_children, x):
-        (rc, fc), (r, p, inertia, hs, places) = from_children, x
-        comp = inertia + rc
-        # R(k) H*(k) E_k: each kernel's columns placed at its dofs.
-        own = []
-        for s, h, e in zip(levels.subspaces, hs, places):
-            rh = s.at_level(h).right_times(comp[s.start:s.stop])  # (Wk, 6, nv_k)
-            own.append(spatial.mm(rh, e))  # (Wk, 6, nv)
-        f = fc + jnp.concatenate(own, axis=0)
-        sent = (spatial.inertia_to_parent(r, p, comp), _force_cols_to_parent(r, p, f))
-        return sent, (comp, f)
+        r, p, inertia = x
+        comp = inertia + from_children
+        return spatial.inertia_to_parent(r, p, comp), comp
 
-    hs = tuple(s.h if s.h is not None else jnp.zeros((topo.n_levels,), dtype) for s in levels.subspaces)
-    zero = (jnp.zeros((6, 6), dtype), jnp.zeros((6, nv), dtype))
-    comp, f = gather(topo, step, zero, (levels.rel_r, levels.rel_p, levels.inertia, hs, tuple(placers)))
-    rows = [s.transpose_times_cols(f[:, s.start:s.stop]) for s in levels.subspaces]  # (L, Wk, nv_k, nv)
-    return comp, dofs_from_levels(topo, rows)
-
-
-def _force_cols_to_parent(r, p, f):
-    """Apply ``φ`` to each column of ``f`` (..., 6, m)."""
-    return jnp.swapaxes(spatial.force_to_parent(r[..., None, :, :], p[..., None, :], jnp.swapaxes(f, -1, -2)), -1, -2)
+    return gather(model.topology, step, jnp.zeros((6, 6), dtype), (levels.rel_r, levels.rel_p, levels.inertia))
 
 
 def mass_matrix(model: Model, q) -> jax.Array:
     """The joint-space mass matrix ``𝓜(q)`` ``(nv, nv)``, armature included."""
     q = check_vector(model, q, model.nq, "q")
-    levels = prepare(model, q)
-    _, upper = composite_inertias_and_rows(model, levels)
     topo = model.topology
-    same = topo.dof_body[:, None] == topo.dof_body[None, :]
-    full = upper + upper.T - upper * jnp.asarray(same, q.dtype)
-    m = model_params(model, q.dtype)
-    return full + jnp.diag(m.armature)
+    levels = prepare(model, q)
+    wr, wp = world_poses_levels(levels, topo)
+    comp_world = from_levels(topo, spatial.inertia_to_parent(wr, wp, composite_levels(model, levels)))
+    axes = world_subspace_columns(model, levels, wr, wp)  # (nv, 6): H*_w per dof
+    f = spatial.mv(comp_world[topo.dof_body], axes)  # R_w(k) H*_w(k) per dof
+    outer = axes[:, None, 0] * f[None, :, 0]
+    for c in range(1, 6):
+        outer = outer + axes[:, None, c] * f[None, :, c]
+    ancestor = topo.support[topo.dof_body].T  # [i, k]: dof i's body is k's body or an ancestor
+    strict = ancestor & (topo.dof_body[:, None] != topo.dof_body[None, :])
+    full = jnp.where(ancestor, outer, 0.0) + jnp.where(strict, outer, 0.0).T
+    return full + jnp.diag(model_params(model, q.dtype).armature)
 
 
 def composite_inertias(model: Model, q) -> jax.Array:
     """Composite-body spatial inertias ``R(k)`` ``(n_bodies, 6, 6)``, each about its body frame."""
     q = check_vector(model, q, model.nq, "q")
-    levels = prepare(model, q)
-    comp, _ = composite_inertias_and_rows(model, levels)
-    return from_levels(model.topology, comp)
-
-
+    return from_levels(model.topology, composite_levels(model, prepare(model, q)))
