@@ -250,7 +250,7 @@ def run_sodyn_pin(cfg, model_name: str, sink: Sink):
                     break
                 mem = _mem(compiled)
                 try:
-                    tt, reps = timer(lambda: jax.block_until_ready(compiled(q, v, t)))
+                    tt, reps = timer(lambda c=compiled: jax.block_until_ready(c(q, v, t)))
                 except Exception as e:  # noqa: BLE001
                     sink(lib="sodyn", op=op, B=B, dtype=dt_name, status="error", note=repr(e)[:200], **common)
                     break

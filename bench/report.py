@@ -8,7 +8,6 @@ import math
 import os
 import platform
 import subprocess
-from collections import defaultdict
 
 OP_NAMES = {"rnea": "RNEA", "M": "M (CRBA)", "Minv": "M⁻¹", "fd": "FD (ABA)", "lambda": "Λ (6D EE)",
             "lambda_composed": "Λ composed", "gradfd": "∇FD (q, τ)"}

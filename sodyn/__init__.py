@@ -12,6 +12,7 @@ from sodyn.algorithms.articulated import (
     inverse_mass_matrix_times,
     log_det_mass_matrix,
 )
+from sodyn.algorithms.impulses import ImpactResult, contact_impulse, simultaneous_impulses
 from sodyn.algorithms.inverse_dynamics import bias_forces, gravity_forces, inverse_dynamics
 from sodyn.algorithms.kinematics import (
     Kinematics,
@@ -30,7 +31,6 @@ from sodyn.algorithms.kinematics import (
     potential_energy,
 )
 from sodyn.algorithms.mass_matrix import composite_inertias, mass_matrix
-from sodyn.algorithms.impulses import ImpactResult, contact_impulse, simultaneous_impulses
 from sodyn.algorithms.operational_space import (
     FrameTask,
     OperationalSpaceDynamics,
@@ -44,7 +44,6 @@ from sodyn.algorithms.operational_space import (
     task_jacobian,
     task_jdot_v,
 )
-from sodyn.control import OSCOutput, osc_torque, posture_torque, task_pd_acceleration
 from sodyn.batching import vmap
 from sodyn.configuration import (
     difference,
@@ -53,6 +52,7 @@ from sodyn.configuration import (
     normalize_configuration,
     random_configuration,
 )
+from sodyn.control import OSCOutput, osc_torque, posture_torque, task_pd_acceleration
 from sodyn.io.mjcf import load_mjcf
 from sodyn.io.urdf import load_urdf
 from sodyn.joints import JointSpec
@@ -67,8 +67,8 @@ __all__ = [
     "forward_kinematics", "frame_acceleration", "frame_jacobian", "frame_jacobian_dot_times_v",
     "frame_jacobians", "frame_pose", "frame_velocity", "gravity_forces", "integrate",
     "inverse_dynamics", "inverse_mass_matrix", "inverse_mass_matrix_times", "kinetic_energy",
-    "load_mjcf", "load_urdf", "log_det_mass_matrix", "mass_matrix", "neutral_configuration", "normalize_configuration",
-    "potential_energy", "random_configuration",
+    "load_mjcf", "load_urdf", "log_det_mass_matrix", "mass_matrix", "neutral_configuration",
+    "normalize_configuration", "potential_energy", "random_configuration", "vmap",
     # operational space, impulses, control (issue 4)
     "FrameTask", "ImpactResult", "OSCOutput", "OperationalSpaceDynamics", "PointTask",
     "contact_impulse", "dynamically_consistent_inverse", "log_det_mass_matrix_gradient",

@@ -10,7 +10,8 @@ dynamics for Panda at B = 4096 on a 2-core CPU (see ``bench/results.md``).  On G
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp

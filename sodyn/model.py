@@ -17,7 +17,7 @@ addressable as a frame.
 from __future__ import annotations
 
 import dataclasses
-from typing import Sequence
+from collections.abc import Sequence
 
 import equinox as eqx
 import jax

@@ -62,7 +62,6 @@ def run_all(model, tasks):
 
 
 def _tree_tasks(model):
-    f = model.frame_names
     parent = model.parent
     leaves = [k for k in range(model.n_bodies) if k not in set(parent.tolist())]
     # two leaves (different branches where the tree branches), the root, a mid body, a repeat
@@ -363,7 +362,8 @@ def test_bad_input(planar_chain):
         sd.operational_space_inertia(m2, jnp.zeros(1), [sd.PointTask("on_world")])
     # simple specs
     c1 = sd.operational_space_compliance(model, q + 0.2, [(model.frame_names[-1], "3d"), model.frame_names[2]])
-    c2 = sd.operational_space_compliance(model, q + 0.2, [sd.PointTask(model.frame_names[-1]), sd.FrameTask(model.frame_names[2])])
+    tasks = [sd.PointTask(model.frame_names[-1]), sd.FrameTask(model.frame_names[2])]
+    c2 = sd.operational_space_compliance(model, q + 0.2, tasks)
     np.testing.assert_array_equal(c1, c2)
 
 

@@ -11,7 +11,6 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from sodyn import joints, spatial
 from sodyn.model import Model, hinge_coefficients
@@ -160,13 +159,3 @@ def gravity_acceleration(model: Model, dtype) -> jax.Array:
 
 def zeros_like_levels(topo: Topology, tail: tuple[int, ...], dtype) -> jax.Array:
     return jnp.zeros((topo.n_levels, topo.width) + tail, dtype)
-
-
-def static_onehot_dofs(topo: Topology) -> list[np.ndarray]:
-    """Per kernel, ``(L, Wk, nv_k, nv)`` one-hot arrays placing each joint's dofs."""
-    out = []
-    for vi in topo.v_index:
-        e = np.zeros(vi.shape + (topo.nv + 1,))
-        np.put_along_axis(e, vi[..., None], 1.0, axis=-1)
-        out.append(e[..., : topo.nv])
-    return out

@@ -59,7 +59,7 @@ def _directions(tasks, directions, dtype) -> jax.Array:
         raise ValueError(f"got {len(directions)} directions for {len(tasks)} contacts")
     m = sum(t.dim for t in tasks)
     cols, row = [], 0
-    for i, (t, n) in enumerate(zip(tasks, directions)):
+    for t, n in zip(tasks, directions):
         n = jnp.asarray(n, dtype)
         if n.shape != (t.dim,):
             raise ValueError(

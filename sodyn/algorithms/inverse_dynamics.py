@@ -16,7 +16,12 @@ import jax.numpy as jnp
 
 from sodyn import spatial
 from sodyn.algorithms.common import (
-    check_f_ext, check_vector, gravity_acceleration, joint_force, model_params, prepare,
+    check_f_ext,
+    check_vector,
+    gravity_acceleration,
+    joint_force,
+    model_params,
+    prepare,
 )
 from sodyn.algorithms.kinematics import velocities_and_accelerations_levels
 from sodyn.model import Model

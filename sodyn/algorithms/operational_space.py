@@ -49,7 +49,8 @@ contributing ``dim`` rows (angular first for 6D tasks).
 from __future__ import annotations
 
 import dataclasses
-from typing import NamedTuple, Sequence, Union
+from collections.abc import Sequence
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -59,7 +60,7 @@ from sodyn import spatial
 from sodyn.algorithms.articulated import ArticulatedLevels, articulated_levels
 from sodyn.algorithms.common import Levels, check_vector, model_params, prepare
 from sodyn.model import Model
-from sodyn.topology import dofs_from_levels, from_levels, gather, scatter
+from sodyn.topology import dofs_from_levels, gather, scatter
 
 _REFERENCES = ("local", "world_aligned")
 
@@ -73,7 +74,7 @@ _REFERENCES = ("local", "world_aligned")
 class FrameTask:
     """A 6D task: the spatial velocity ``[ω; v]`` of a frame (by name or index)."""
 
-    frame: Union[str, int]
+    frame: str | int
     reference: str = "local"
 
     @property
@@ -85,7 +86,7 @@ class FrameTask:
 class PointTask:
     """A 3D task: the linear velocity of a frame's origin (a point contact, a foot, ...)."""
 
-    frame: Union[str, int]
+    frame: str | int
     reference: str = "local"
 
     @property
@@ -93,7 +94,7 @@ class PointTask:
         return 3
 
 
-Task = Union[FrameTask, PointTask]
+Task = FrameTask | PointTask
 
 
 class ResolvedTask(NamedTuple):
