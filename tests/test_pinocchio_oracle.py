@@ -56,6 +56,9 @@ def robot(request):
             J_local=sd.frame_jacobians(model, q, frames, "local"),
             J_world=sd.frame_jacobians(model, q, frames, "world_aligned"),
             fk=sd.forward_kinematics(model, q),
+            jdv_local=sd.frame_jacobian_dot_times_v(model, q, v, frames[-1]),
+            jdv_classical=sd.frame_jacobian_dot_times_v(model, q, v, frames[-1], "world_aligned", classical=True),
+            acc_local=sd.frame_acceleration(model, q, v, a, frames[-1]),
         )
 
     return pm, model, (qp, vp, ap), run(q, v, a), frames
@@ -102,3 +105,18 @@ def test_frame_poses_and_jacobians(robot):
             jp = pin.getFrameJacobian(pm, pd, fid, ref)
             jp = np.concatenate([jp[3:], jp[:3]])  # Pinocchio is [v; ω]
             assert rel_err(out[key][i], jp) < 1e-9, (name, key)
+
+
+def test_frame_accelerations_and_jdot_v(robot):
+    """J̇v (a = 0) and J a + J̇v against Pinocchio's frame accelerations (spatial, local; classical,
+    world-aligned)."""
+    pm, model, (qp, vp, ap), out, frames = robot
+    pd = pm.createData()
+    fid = pm.getFrameId(frames[-1])
+    swap = lambda m: np.concatenate([m.angular, m.linear])  # noqa: E731
+    pin.forwardKinematics(pm, pd, qp, vp, np.zeros(pm.nv))
+    assert rel_err(out["jdv_local"], swap(pin.getFrameAcceleration(pm, pd, fid, pin.LOCAL))) < 1e-9
+    classical = pin.getFrameClassicalAcceleration(pm, pd, fid, pin.LOCAL_WORLD_ALIGNED)
+    assert rel_err(out["jdv_classical"], swap(classical)) < 1e-9
+    pin.forwardKinematics(pm, pd, qp, vp, ap)
+    assert rel_err(out["acc_local"], swap(pin.getFrameAcceleration(pm, pd, fid, pin.LOCAL))) < 1e-9

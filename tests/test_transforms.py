@@ -28,9 +28,21 @@ FUNCTIONS = {
     "kinetic_energy": lambda m, q, v, u, f: sd.kinetic_energy(m, q, v),
     "integrate": lambda m, q, v, u, f: sd.integrate(m, q, v, 0.1),
     "difference": lambda m, q, v, u, f: sd.difference(m, q, sd.integrate(m, q, v, 0.1)),
+    "normalize_configuration": lambda m, q, v, u, f: sd.normalize_configuration(m, 1.1 * q),
+    "body_velocities": lambda m, q, v, u, f: sd.body_velocities(m, q, v),
+    "body_accelerations": lambda m, q, v, u, f: sd.body_accelerations(m, q, v, u, gravity=True),
+    "frame_velocity": lambda m, q, v, u, f: sd.frame_velocity(m, q, v, TIP, "world_aligned"),
+    "frame_acceleration": lambda m, q, v, u, f: sd.frame_acceleration(m, q, v, u, TIP, classical=True),
+    "center_of_mass": lambda m, q, v, u, f: sd.center_of_mass(m, q),
+    "potential_energy": lambda m, q, v, u, f: sd.potential_energy(m, q),
+    "bias_forces": lambda m, q, v, u, f: sd.bias_forces(m, q, v, f),
+    "gravity_forces": lambda m, q, v, u, f: sd.gravity_forces(m, q),
+    "composite_inertias": lambda m, q, v, u, f: sd.composite_inertias(m, q),
+    "articulated_body_inertias": lambda m, q, v, u, f: sd.articulated_body_inertias(m, q).psi,
 }
 GRAD_FUNCTIONS = ["forward_dynamics", "inverse_dynamics", "mass_matrix", "inverse_mass_matrix",
-                  "log_det_mass_matrix", "frame_pose", "jdot_v", "kinetic_energy"]
+                  "log_det_mass_matrix", "frame_pose", "jdot_v", "kinetic_energy", "frame_acceleration",
+                  "center_of_mass", "articulated_body_inertias"]
 
 
 @pytest.fixture(scope="module")
