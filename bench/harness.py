@@ -98,6 +98,19 @@ def _predicted_skip(prev_per_sample_s, B, out_bytes, max_call_s, max_bytes):
 # ----------------------------------------------------------------------------- sodyn + pin
 
 
+def _sodyn_batched(fn):
+    """``jax.vmap`` by default; ``sodyn.vmap`` (cache-sized chunks, sodyn's recommended CPU batching)
+    when the environment sets ``SODYN_BENCH_CHUNK`` to a chunk size."""
+    import jax
+
+    chunk = int(os.environ.get("SODYN_BENCH_CHUNK", "0"))
+    if chunk > 0:
+        import sodyn as sd
+
+        return sd.vmap(fn, chunk_size=chunk)
+    return jax.vmap(fn)
+
+
 def run_sodyn_pin(cfg, model_name: str, sink: Sink):
     import jax
     import jax.numpy as jnp
@@ -239,7 +252,7 @@ def run_sodyn_pin(cfg, model_name: str, sink: Sink):
                 q, v, t = q64[:B].astype(dt), v64[:B].astype(dt), t64[:B].astype(dt)
                 try:
                     t0 = time.perf_counter()
-                    compiled = jax.jit(jax.vmap(fn)).lower(q, v, t).compile()
+                    compiled = jax.jit(_sodyn_batched(fn)).lower(q, v, t).compile()
                     tc = time.perf_counter() - t0
                 except NotImplementedError as e:
                     sink(lib="sodyn", op=op, B=B, dtype=dt_name, status="not available",
