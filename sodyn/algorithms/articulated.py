@@ -31,7 +31,7 @@ import jax.numpy as jnp
 from sodyn import spatial
 from sodyn.algorithms.common import (
     Levels,
-    check_f_ext,
+    check_state,
     check_vector,
     gravity_acceleration,
     model_params,
@@ -188,11 +188,8 @@ def forward_dynamics(model: Model, q, v, tau, f_ext=None) -> jax.Array:
     :func:`sodyn.inverse_dynamics`.  The Riccati and innovations recursions run fused in one
     gather (Jain Alg. 7.1 and 7.2 share their tip-to-base sweep), then one scatter.
     """
-    q = check_vector(model, q, model.nq, "q")
-    v = check_vector(model, v, model.nv, "v", q.dtype)
-    tau = check_vector(model, tau, model.nv, "tau", q.dtype)
+    q, v, tau, f_ext = check_state(model, q, v, tau, "tau", f_ext)
     dtype = q.dtype
-    f_ext = check_f_ext(model, f_ext, dtype)
     topo = model.topology
     m = model_params(model, dtype)
     levels = prepare(model, q)

@@ -30,6 +30,15 @@ def check_vector(model: Model, x, size: int, name: str, dtype=None) -> jax.Array
     return x
 
 
+def check_state(model: Model, q, v, x, x_name: str, f_ext=None):
+    """Check ``(q, v, x, f_ext)`` of a dynamics call (``x`` is ``a`` or ``tau``); ``v`` and ``x``
+    take ``q``'s dtype.  Returns the converted arrays."""
+    q = check_vector(model, q, model.nq, "q")
+    v = check_vector(model, v, model.nv, "v", q.dtype)
+    x = check_vector(model, x, model.nv, x_name, q.dtype)
+    return q, v, x, check_f_ext(model, f_ext, q.dtype)
+
+
 def state_dtype(*xs) -> jnp.dtype:
     """Floating dtype of the state arguments (the model's parameters are cast to it)."""
     return jnp.result_type(*[x for x in xs if x is not None])

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 
 from sodyn import spatial
 from sodyn.algorithms.common import (
-    check_f_ext,
+    check_state,
     check_vector,
     gravity_acceleration,
     joint_force,
@@ -47,11 +47,8 @@ def inverse_dynamics(model: Model, q, v, a, f_ext=None) -> jax.Array:
     body, in the body's frame, about its origin.  Gravity is ``model.gravity``; joint
     damping and armature are included.
     """
-    q = check_vector(model, q, model.nq, "q")
-    v = check_vector(model, v, model.nv, "v", q.dtype)
-    a = check_vector(model, a, model.nv, "a", q.dtype)
+    q, v, a, f_ext = check_state(model, q, v, a, "a", f_ext)
     dtype = q.dtype
-    f_ext = check_f_ext(model, f_ext, dtype)
     topo = model.topology
     m = model_params(model, dtype)
     levels = prepare(model, q)
