@@ -23,32 +23,47 @@ def neutral_configuration(model: Model) -> jax.Array:
     return jnp.asarray(q, dtype=model.mass.dtype)
 
 
+def _hinge_span(model: Model, scale: float) -> np.ndarray:
+    """Per-q half-range used where a hinge has no finite limit (static, from the joint types)."""
+    span = np.ones(model.nq)
+    for k, t in enumerate(model.joint_types):
+        if joints.KERNEL_OF[t] == "hinge":
+            span[int(model.topology.q_start[k])] = scale * (np.pi if t in ("revolute", "continuous") else 1.0)
+    return span
+
+
 def random_configuration(model: Model, key: jax.Array, scale: float = 1.0) -> jax.Array:
-    """A random configuration.
+    """A random configuration, drawn per joint kernel in one vectorised call each.
 
     Hinges draw uniformly between their limits where finite, else in ``[−scale π, scale π]``
     (prismatic/helical: ``[−scale, scale]``); quaternions are uniform on SO(3); free-joint
-    and planar positions draw in ``[−scale, scale]``.
+    and planar positions draw in ``[−scale, scale]``, planar angles in ``[−π, π]``.
     """
+    topo = model.topology
     dtype = model.mass.dtype
-    parts = []
-    keys = jax.random.split(key, model.n_bodies)
-    lo = np.asarray(model.lower_limit)
-    hi = np.asarray(model.upper_limit)
-    for k, t in enumerate(model.joint_types):
-        kn = joints.KERNEL_OF[t]
-        s = int(model.topology.q_start[k])
-        if kn == "hinge":
-            span = scale * (np.pi if t in ("revolute", "continuous") else 1.0)
-            low = lo[s] if np.isfinite(lo[s]) else -span
-            high = hi[s] if np.isfinite(hi[s]) else span
-            parts.append(joints.random(kn, keys[k], low, high, dtype))
-        else:
-            qk = joints.random(kn, keys[k], -1.0, 1.0, dtype)
-            if kn in ("free", "planar"):
-                qk = qk.at[:3 if kn == "free" else 2].multiply(scale)
-            parts.append(qk)
-    return jnp.concatenate(parts)
+    span = jnp.asarray(_hinge_span(model, scale), dtype)
+    lower = jnp.where(jnp.isfinite(model.lower_limit), model.lower_limit, -span)
+    upper = jnp.where(jnp.isfinite(model.upper_limit), model.upper_limit, span)
+    low_blocks = dofs_to_levels(topo, lower, -1.0, which="q")
+    high_blocks = dofs_to_levels(topo, upper, 1.0, which="q")
+    blocks = []
+    for (kernel, _, _), k, low, high in zip(topo.kernel_slots, jax.random.split(key, 4), low_blocks, high_blocks):
+        k_pos, k_rot = jax.random.split(k)
+        shape = low.shape  # (L, Wk, nq_k)
+        if kernel == "hinge":
+            blocks.append(jax.random.uniform(k_pos, shape, dtype, low, high))
+            continue
+        quat = jax.random.normal(k_rot, shape[:2] + (4,), dtype)
+        quat = quat / jnp.sqrt(jnp.sum(quat * quat, axis=-1, keepdims=True))
+        if kernel == "spherical":
+            blocks.append(quat)
+        elif kernel == "free":
+            position = jax.random.uniform(k_pos, shape[:2] + (3,), dtype, -scale, scale)
+            blocks.append(jnp.concatenate([position, quat], -1))
+        else:  # planar
+            xy = jax.random.uniform(k_pos, shape[:2] + (2,), dtype, -scale, scale)
+            blocks.append(jnp.concatenate([xy, jax.random.uniform(k_rot, shape[:2] + (1,), dtype, -np.pi, np.pi)], -1))
+    return dofs_from_levels(topo, blocks, which="q")
 
 
 def integrate(model: Model, q, v, dt=1.0) -> jax.Array:
