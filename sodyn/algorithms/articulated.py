@@ -34,6 +34,7 @@ from sodyn.algorithms.common import (
     check_state,
     check_vector,
     gravity_acceleration,
+    hinge_vectors_by_level,
     model_params,
     prepare,
 )
@@ -105,11 +106,6 @@ def _innovation_level(subspaces, z, h_l, t_l, u_l, dinv_l):
     return jnp.concatenate(z_plus, axis=0), tuple(nus)
 
 
-def _level_subspace_data(topo, levels: Levels, dtype):
-    """Per-kernel ``h`` stacked by level (placeholders for constant subspaces)."""
-    return tuple(s.h if s.h is not None else jnp.zeros((topo.n_levels,), dtype) for s in levels.subspaces)
-
-
 def articulated_levels(model: Model, levels: Levels) -> ArticulatedLevels:
     """The Riccati recursion (Jain Alg. 7.1) as one gather."""
     topo = model.topology
@@ -122,7 +118,7 @@ def articulated_levels(model: Model, levels: Levels) -> ArticulatedLevels:
         p_plus, us, ds, dinvs = _riccati_level(levels.subspaces, big_p, h_l, arm_l)
         return spatial.inertia_to_parent(r, p, p_plus), (big_p, p_plus, us, ds, dinvs)
 
-    hs = _level_subspace_data(topo, levels, dtype)
+    hs = hinge_vectors_by_level(levels)
     big_p, p_plus, us, ds, dinvs = gather(
         topo, step, jnp.zeros((6, 6), dtype), (levels.rel_r, levels.rel_p, levels.inertia, hs, tuple(arm_blocks))
     )
@@ -132,7 +128,7 @@ def articulated_levels(model: Model, levels: Levels) -> ArticulatedLevels:
 def _accelerations(model, levels, coriolis, nus, us, dinvs, root_acceleration) -> jax.Array:
     """The acceleration scatter of Lemma 7.6: ``θ̈ = ν − D⁻¹ U* α⁺``, ``α = α⁺ + H* θ̈ + a``."""
     topo = model.topology
-    hs = _level_subspace_data(topo, levels, coriolis.dtype)
+    hs = hinge_vectors_by_level(levels)
 
     def down(parent_acc, x):
         r, p, cor, h_l, nu_l, u_l, dinv_l = x
@@ -166,7 +162,7 @@ def innovations_and_accelerations(
     """
     topo = model.topology
     dtype = z_local.dtype
-    hs = _level_subspace_data(topo, levels, dtype)
+    hs = hinge_vectors_by_level(levels)
 
     def up(from_children, x):
         r, p, zl, h_l, t_l, u_l, dinv_l = x
@@ -201,7 +197,7 @@ def forward_dynamics(model: Model, q, v, tau, f_ext=None) -> jax.Array:
         bias = bias - to_levels(topo, f_ext, jnp.zeros(6, dtype))
     t_blocks = dofs_to_levels(topo, tau - m.damping * v, 0.0)
     arm_blocks = dofs_to_levels(topo, m.armature, 0.0)
-    hs = _level_subspace_data(topo, levels, dtype)
+    hs = hinge_vectors_by_level(levels)
 
     def up(from_children, x):
         r, p, inertia, cor, b, h_l, arm_l, t_l = x

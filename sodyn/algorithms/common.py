@@ -148,6 +148,15 @@ def prepare(model: Model, q: jax.Array) -> Levels:
     return Levels(rel_r, rel_p, inertia, tuple(subspaces))
 
 
+def hinge_vectors_by_level(levels: Levels) -> tuple[jax.Array, ...]:
+    """Per kernel, the hinge vectors ``h`` stacked by level, as ``xs`` for the level scans
+    (a placeholder of shape ``(L,)`` for kernels with a constant subspace)."""
+    n_levels = levels.rel_p.shape[0]
+    return tuple(
+        s.h if s.h is not None else jnp.zeros((n_levels,), levels.rel_p.dtype) for s in levels.subspaces
+    )
+
+
 def joint_motion(levels: Levels, x_blocks: list[jax.Array]) -> jax.Array:
     """``H* x`` for every body, ``(L, W, 6)``, from per-kernel dof blocks ``x``."""
     return jnp.concatenate([s.times(x) for s, x in zip(levels.subspaces, x_blocks)], axis=1)

@@ -58,7 +58,7 @@ import numpy as np
 
 from sodyn import spatial
 from sodyn.algorithms.articulated import ArticulatedLevels, articulated_levels
-from sodyn.algorithms.common import Levels, check_vector, model_params, prepare
+from sodyn.algorithms.common import Levels, check_vector, hinge_vectors_by_level, model_params, prepare
 from sodyn.model import Model
 from sodyn.topology import dofs_from_levels, gather, scatter
 
@@ -219,11 +219,6 @@ def _h_star_matrix(sub, h_level, wk: int, dtype) -> jax.Array:
     return jnp.broadcast_to(sub.const.astype(dtype), (wk,) + sub.const.shape)
 
 
-def _hinge_levels(levels: Levels, topo) -> tuple:
-    dtype = levels.rel_p.dtype
-    return tuple(s.h if s.h is not None else jnp.zeros((topo.n_levels,), dtype) for s in levels.subspaces)
-
-
 # ---------------------------------------------------------------------------
 # the recursions
 # ---------------------------------------------------------------------------
@@ -248,7 +243,7 @@ def compliance_kernel(model: Model, levels: Levels, abi: ArticulatedLevels) -> t
     """
     topo = model.topology
     dtype = levels.rel_p.dtype
-    hs = _hinge_levels(levels, topo)
+    hs = hinge_vectors_by_level(levels)
 
     def step(parent, x):
         ups_p, rw_p = parent
@@ -294,7 +289,7 @@ def task_sweeps(model: Model, q: jax.Array, tasks: Sequence[ResolvedTask]) -> Ta
     levels = prepare(model, q)
     abi = articulated_levels(model, levels)
     upsilon, rw = compliance_kernel(model, levels, abi)
-    hs = _hinge_levels(levels, topo)
+    hs = hinge_vectors_by_level(levels)
     seeds = _task_seeds(model, tasks, dtype)
     n_t = len(tasks)
 
@@ -374,7 +369,7 @@ def _minv_jt_from_sweeps(model: Model, tasks, sw: TaskSweeps) -> jax.Array:
     levels, abi = sw.levels, sw.abi
     dtype = sw.upsilon.dtype
     n_t = len(tasks)
-    hs = _hinge_levels(levels, topo)
+    hs = hinge_vectors_by_level(levels)
 
     def down(parent_acc, x):
         r, p, psi, h_l, u_l, dinv_l = x
@@ -402,7 +397,7 @@ def _jacobian_from_sweeps(model: Model, tasks, sw: TaskSweeps) -> jax.Array:
     """``J = B* φ* H*`` ``(m, nv)`` from the Φ gather: the columns of body ``k`` are ``H Φ_t(k)``."""
     topo = model.topology
     blocks = []
-    for s, h in zip(sw.levels.subspaces, _hinge_levels(sw.levels, topo)):
+    for s, h in zip(sw.levels.subspaces, hinge_vectors_by_level(sw.levels)):
         f = sw.phi_rows[:, s.start:s.stop]  # (L, Wk, T, 6, 6)
         if s.h is not None:
             hf = jnp.sum(h[:, :, None, None, :] * f, axis=-1, keepdims=True)
