@@ -11,22 +11,14 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 import sodyn as sd  # noqa: E402
+from sodyn.models import alexiou_chain as alexiou_chain_model  # noqa: E402
 from sodyn.models import random_tree  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def alexiou_chain():
-    """Alexiou's planar two-link chain (m = L = 1): links along x, joints about z; frames at the
-    tip and (on link 2, at q = 0) at the world origin, where ALX expresses its twists."""
-    m, length = 1.0, 1.0
-    b = sd.ModelBuilder(gravity=(0, 0, 0))
-    inertia = np.diag([1e-3, m * length**2 / 12, m * length**2 / 12])
-    b.add_body("link1", None, sd.JointSpec.revolute((0, 0, 1)), mass=m, com=(length / 2, 0, 0), inertia=inertia)
-    b.add_body("link2", "link1", sd.JointSpec.revolute((0, 0, 1)), translation=(length, 0, 0), mass=m,
-               com=(length / 2, 0, 0), inertia=inertia)
-    b.add_frame("tip", "link2", translation=(length, 0, 0))
-    b.add_frame("origin_on_link2", "link2", translation=(-length, 0, 0))
-    return b.build()
+    """Alexiou's planar two-link chain (m = L = 1), see :func:`sodyn.models.alexiou_chain`."""
+    return alexiou_chain_model()
 
 
 def test_alexiou_two_link_example(alexiou_chain):

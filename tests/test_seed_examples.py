@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import sodyn as sd
+from sodyn.models import alexiou_chain as alexiou_chain_model
 from sodyn.models import cdi_satellite, double_pendulum
 
 
@@ -92,15 +93,8 @@ def test_cdi_general_serial_formula_at_random_configuration():
 
 @pytest.fixture(scope="module")
 def alexiou_chain():
-    """Alexiou's planar two-link chain: links of length L along x, joints about z."""
-    m, length = 1.0, 1.0
-    b = sd.ModelBuilder(gravity=(0, 0, 0))
-    inertia = np.diag([1e-3, m * length**2 / 12, m * length**2 / 12])
-    b.add_body("link1", None, sd.JointSpec.revolute((0, 0, 1)), mass=m, com=(length / 2, 0, 0), inertia=inertia)
-    b.add_body("link2", "link1", sd.JointSpec.revolute((0, 0, 1)), translation=(length, 0, 0), mass=m,
-               com=(length / 2, 0, 0), inertia=inertia)
-    b.add_frame("tip", "link2", translation=(length, 0, 0))
-    return b.build()
+    """Alexiou's planar two-link chain (m = L = 1), see :func:`sodyn.models.alexiou_chain`."""
+    return alexiou_chain_model()
 
 
 def test_alexiou_two_link_mass_matrix_and_articulated_inertias(alexiou_chain):

@@ -1,6 +1,7 @@
 """Built-in models that need no files."""
 
 from sodyn.models.builtin import (
+    alexiou_chain,
     cart_pole,
     cdi_satellite,
     double_pendulum,
@@ -9,4 +10,6 @@ from sodyn.models.builtin import (
 )
 from sodyn.models.random_tree import random_tree
 
-__all__ = ["cart_pole", "cdi_satellite", "double_pendulum", "humanoid_like", "pendulum_chain", "random_tree"]
+__all__ = [
+    "alexiou_chain", "cart_pole", "cdi_satellite", "double_pendulum", "humanoid_like", "pendulum_chain", "random_tree",
+]

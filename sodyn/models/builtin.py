@@ -66,6 +66,21 @@ def cdi_satellite() -> Model:
     return b.build()
 
 
+def alexiou_chain(mass: float = 1.0, length: float = 1.0) -> Model:
+    """Alexiou's planar two-link chain (ALX §3.4): uniform links of ``length`` along x, joints
+    about z, centres of mass at ``length/2``, ``I_zz = m L²/12``, no gravity.  Frames: ``tip`` at
+    the end of link 2, and ``origin_on_link2``, which sits on the world origin at ``q = 0``
+    (where ALX expresses its twists)."""
+    b = ModelBuilder(gravity=(0.0, 0.0, 0.0), name="alexiou_chain")
+    inertia = np.diag([1e-3, mass * length**2 / 12, mass * length**2 / 12])
+    b.add_body("link1", None, JointSpec.revolute((0, 0, 1)), mass=mass, com=(length / 2, 0, 0), inertia=inertia)
+    b.add_body("link2", "link1", JointSpec.revolute((0, 0, 1)), translation=(length, 0, 0), mass=mass,
+               com=(length / 2, 0, 0), inertia=inertia)
+    b.add_frame("tip", "link2", translation=(length, 0, 0))
+    b.add_frame("origin_on_link2", "link2", translation=(-length, 0, 0))
+    return b.build()
+
+
 def humanoid_like(floating_base: bool = True) -> Model:
     """A 27-dof humanoid-like tree: free pelvis, a 3-dof spherical-like torso chain, two
     6-dof legs, two 4-dof arms and a 2-dof head (hinges only below the pelvis)."""
