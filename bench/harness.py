@@ -98,16 +98,26 @@ def _predicted_skip(prev_per_sample_s, B, out_bytes, max_call_s, max_bytes):
 # ----------------------------------------------------------------------------- sodyn + pin
 
 
-def _sodyn_batched(fn):
-    """``jax.vmap`` by default; ``sodyn.vmap`` (cache-sized chunks, sodyn's recommended CPU batching)
-    when the environment sets ``SODYN_BENCH_CHUNK`` to a chunk size."""
+def _sodyn_batched(fn, cfg):
+    """``sodyn.vmap`` (cache-sized chunks, split across the worker's CPU devices: sodyn's
+    recommended CPU batching), or plain ``jax.vmap`` with ``--chunk 0``."""
     import jax
 
-    chunk = int(os.environ.get("SODYN_BENCH_CHUNK", "0"))
-    if chunk > 0:
+    if cfg.chunk > 0:
         import sodyn as sd
 
-        return sd.vmap(fn, chunk_size=chunk)
+        return sd.vmap(fn, chunk_size=cfg.chunk)
+    return jax.vmap(fn)
+
+
+def _mjx_batched(fn, cfg, batch: int):
+    """``jax.vmap`` of an MJX function, split across the same CPU devices as sodyn (no chunks)."""
+    import jax
+
+    if len(jax.local_devices()) > 1:
+        import sodyn as sd
+
+        return sd.vmap(fn, chunk_size=max(batch, 1))
     return jax.vmap(fn)
 
 
@@ -124,7 +134,7 @@ def run_sodyn_pin(cfg, model_name: str, sink: Sink):
     nv, nq = model.nv, model.nq
     frame = bm.ee_frame(model_name)
     timer = Timer(cfg.budget_s, cfg.max_reps)
-    common = dict(model=model_name, nv=int(nv))
+    common = dict(model=model_name, nv=int(nv), cores=len(jax.local_devices()), chunk=cfg.chunk)
 
     has_osi = hasattr(sd, "operational_space_inertia")
     Bmax = max(cfg.batches)
@@ -252,7 +262,7 @@ def run_sodyn_pin(cfg, model_name: str, sink: Sink):
                 q, v, t = q64[:B].astype(dt), v64[:B].astype(dt), t64[:B].astype(dt)
                 try:
                     t0 = time.perf_counter()
-                    compiled = jax.jit(_sodyn_batched(fn)).lower(q, v, t).compile()
+                    compiled = jax.jit(_sodyn_batched(fn, cfg)).lower(q, v, t).compile()
                     tc = time.perf_counter() - t0
                 except NotImplementedError as e:
                     sink(lib="sodyn", op=op, B=B, dtype=dt_name, status="not available",
@@ -309,7 +319,7 @@ def run_mjx(cfg, model_name: str, sink: Sink):
     d0 = mjx.make_data(m)
     nq, nv = mjm.nq, mjm.nv
     timer = Timer(cfg.budget_s, cfg.max_reps)
-    common = dict(model=model_name, nv=int(nv))
+    common = dict(model=model_name, nv=int(nv), cores=len(jax.local_devices()))
     rng = np.random.default_rng(0)
     Bmax = max(cfg.batches)
     qpos = np.tile(mjm.qpos0, (Bmax, 1)) + 0.3 * rng.standard_normal((Bmax, nq))
@@ -363,7 +373,7 @@ def run_mjx(cfg, model_name: str, sink: Sink):
             args = (qpos[:B], qvel[:B], tau[:B])
             try:
                 t0 = time.perf_counter()
-                compiled = jax.jit(jax.vmap(fns[op])).lower(*args).compile()
+                compiled = jax.jit(_mjx_batched(fns[op], cfg, B)).lower(*args).compile()
                 tc = time.perf_counter() - t0
                 tt, reps = timer(lambda: jax.block_until_ready(compiled(*args)))
             except Exception as e:  # noqa: BLE001

@@ -65,6 +65,11 @@ def parse_args(argv=None):
                    help="MJX at every batch for every op (default: FD at every batch, other ops at B=1024)")
     p.add_argument("--grad-batches", type=lambda s: [int(x) for x in csv(s)], default=[1, 1024],
                    help="batches at which gradients are measured (each is a separate, slow compile)")
+    p.add_argument("--cores", type=int, default=0,
+                   help="CPU cores for sodyn and MJX batches (sodyn.use_cpu_cores; default 0: all, as Pinocchio's "
+                        "parallel calls; 1: one device, no sharding)")
+    p.add_argument("--chunk", type=int, default=256,
+                   help="sodyn.vmap chunk size for sodyn batches (0: plain jax.vmap on one device)")
     p.add_argument("--budget-s", type=float, default=0.3, help="time budget per measurement (adaptive repeats)")
     p.add_argument("--max-reps", type=int, default=30)
     p.add_argument("--max-call-s", type=float, default=4.0,
@@ -110,6 +115,7 @@ class WorkerCfg:
         self.mjx_all = a.mjx_all_batches
         self.mjx_grad_models = a.mjx_grad_models
         self.grad_batches = a.grad_batches
+        self.cores, self.chunk = a.cores, a.chunk
 
     def mjx_batches(self, op, model_name):
         if self.mjx_all:
@@ -127,6 +133,11 @@ class WorkerCfg:
 def worker_main(a):
     import harness
 
+    if a.cores != 1:  # before the first JAX computation of the worker
+        import sodyn
+
+        a.cores = sodyn.use_cpu_cores(a.cores or None)
+
     sink = harness.Sink(a.jsonl, a.xla_name)
     cfg = WorkerCfg(a)
     if a.worker == "sodyn":
@@ -137,7 +148,7 @@ def worker_main(a):
 
 def _cli(a, **over):
     """Re-serialise the options a worker needs."""
-    d = dict(ops=a.ops, grad_batches=a.grad_batches, chain_ops=a.chain_ops, chain_dtypes=a.chain_dtypes, mjx_grad_models=a.mjx_grad_models, dtypes=a.dtypes, peers=a.peers, batches=a.batches, chain_batches=a.chain_batches,
+    d = dict(cores=a.cores, chunk=a.chunk, ops=a.ops, grad_batches=a.grad_batches, chain_ops=a.chain_ops, chain_dtypes=a.chain_dtypes, mjx_grad_models=a.mjx_grad_models, dtypes=a.dtypes, peers=a.peers, batches=a.batches, chain_batches=a.chain_batches,
              budget_s=a.budget_s, max_reps=a.max_reps, max_call_s=a.max_call_s, max_gib=a.max_gib)
     d.update(over)
     out = []

@@ -44,7 +44,7 @@ from sodyn.algorithms.operational_space import (
     task_jacobian,
     task_jdot_v,
 )
-from sodyn.batching import vmap
+from sodyn.batching import use_cpu_cores, vmap
 from sodyn.configuration import (
     difference,
     integrate,
@@ -68,7 +68,7 @@ __all__ = [
     "frame_jacobians", "frame_pose", "frame_velocity", "gravity_forces", "integrate",
     "inverse_dynamics", "inverse_mass_matrix", "inverse_mass_matrix_times", "kinetic_energy",
     "load_mjcf", "load_urdf", "log_det_mass_matrix", "mass_matrix", "neutral_configuration",
-    "normalize_configuration", "potential_energy", "random_configuration", "vmap",
+    "normalize_configuration", "potential_energy", "random_configuration", "use_cpu_cores", "vmap",
     # operational space, impulses, control (issue 4)
     "FrameTask", "ImpactResult", "OSCOutput", "OperationalSpaceDynamics", "PointTask",
     "contact_impulse", "dynamically_consistent_inverse", "log_det_mass_matrix_gradient",

@@ -6,48 +6,126 @@ caches and every pass streams from memory.  Mapping ``jax.vmap`` over chunks of 
 hundred samples with ``lax.map`` keeps it cache-resident: about 1.8× faster forward
 dynamics for Panda at B = 4096 on a 2-core CPU (see ``bench/results.md``).  On GPUs plain
 ``jax.vmap`` is the right choice.
+
+Across cores: XLA:CPU runs one program on one core (its thread pool only splits large
+single operations, which these small per-level operations are not).  When JAX sees several
+local devices, ``sodyn.vmap`` splits the batch evenly across them with ``jax.shard_map``, so a
+CPU batch runs on every core, as Pinocchio's ``abaInParallel`` does with threads.  On CPU the
+devices are made by :func:`use_cpu_cores`, called once before the first JAX computation.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, PartitionSpec
 
 
-def vmap(fun: Callable, in_axes: int | None | Sequence[int | None] = 0, chunk_size: int = 256) -> Callable:
-    """Like ``jax.vmap(fun, in_axes)`` with outputs batched on axis 0, evaluated in chunks.
+def use_cpu_cores(n: int | None = None) -> int:
+    """Make JAX expose ``n`` CPU devices (default: every core this process may run on), so
+    that :func:`vmap` spreads a batch over all cores.
+
+    Must be called right after ``import jax``, before any JAX computation (JAX fixes its
+    devices when its backend starts).  Returns ``n``.  Other JAX code in the process then
+    sees ``n`` CPU devices as well; arrays still live on the first one unless placed.
+    """
+    if n is None:
+        n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    if not isinstance(n, int) or n < 1:
+        raise ValueError(f"n must be a positive integer, got {n!r}")
+    try:
+        jax.config.update("jax_num_cpu_devices", n)
+    except RuntimeError as e:
+        raise RuntimeError(
+            "sodyn.use_cpu_cores must be called before the first JAX computation of the process "
+            "(JAX's CPU devices are fixed when its backend starts)"
+        ) from e
+    return n
+
+
+def _batch_devices(devices) -> list:
+    if devices is None:
+        return []
+    if isinstance(devices, str):
+        if devices != "auto":
+            raise ValueError(f"devices must be 'auto', None or a sequence of devices, got {devices!r}")
+        return list(jax.local_devices())
+    return list(devices)
+
+
+def vmap(
+    fun: Callable,
+    in_axes: int | None | Sequence[int | None] = 0,
+    chunk_size: int = 256,
+    devices: str | Sequence[Any] | None = "auto",
+) -> Callable:
+    """Like ``jax.vmap(fun, in_axes)`` with outputs batched on axis 0, evaluated in chunks
+    and, with several devices, split across them.
 
     ``in_axes`` is ``0`` or ``None`` for all positional arguments, or a sequence of those
     (one per argument; ``0`` batches every leaf of that argument along its first axis).
     A batch that is not a multiple of ``chunk_size`` is padded by repeating its last
-    sample, and the padding is dropped from the result.
+    sample, and the padding is dropped from the result.  ``devices="auto"`` splits the batch
+    evenly across ``jax.local_devices()`` when there is more than one (see
+    :func:`use_cpu_cores`); ``None`` keeps it on one device; a sequence names the devices.
     """
     if not isinstance(chunk_size, int) or chunk_size < 1:
         raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}")
+    chunked = _chunked_vmap(fun, in_axes, chunk_size)
 
     def batched(*args: Any):
-        axes = in_axes if isinstance(in_axes, (list, tuple)) else (in_axes,) * len(args)
-        if len(axes) != len(args):
-            raise ValueError(f"in_axes has {len(axes)} entries for {len(args)} arguments")
-        if any(a not in (0, None) for a in axes):
-            raise ValueError(f"sodyn.vmap supports in_axes of 0 or None, got {in_axes!r}")
-        sizes = {x.shape[0] for a, arg in zip(axes, args) if a == 0 for x in jax.tree_util.tree_leaves(arg)}
-        if len(sizes) != 1:
-            raise ValueError(f"batched arguments must share one leading batch size, got sizes {sorted(sizes)}")
-        (size,) = sizes
+        axes, size = _batch_axes(in_axes, args)
+        devs = _batch_devices(devices)
+        if len(devs) < 2 or size < len(devs):
+            return chunked(*args)
+        n_dev = len(devs)
+        per_device = -(-size // n_dev)
+        padded = [jax.tree_util.tree_map(lambda x: _pad(x, n_dev * per_device), a) if ax == 0 else a
+                  for ax, a in zip(axes, args)]
+        mesh = Mesh(np.array(devs), ("batch",))
+        specs = tuple(PartitionSpec("batch") if ax == 0 else PartitionSpec() for ax in axes)
+        out = jax.shard_map(chunked, mesh=mesh, in_specs=specs, out_specs=PartitionSpec("batch"),
+                            check_vma=False)(*padded)
+        return jax.tree_util.tree_map(lambda y: y[:size], out)
+
+    return batched
+
+
+def _pad(x: jax.Array, size: int) -> jax.Array:
+    """Pad the leading axis to ``size`` by repeating the last sample."""
+    pad = size - x.shape[0]
+    return jnp.concatenate([x, jnp.repeat(x[-1:], pad, axis=0)]) if pad else x
+
+
+def _batch_axes(in_axes, args) -> tuple[tuple, int]:
+    axes = tuple(in_axes) if isinstance(in_axes, (list, tuple)) else (in_axes,) * len(args)
+    if len(axes) != len(args):
+        raise ValueError(f"in_axes has {len(axes)} entries for {len(args)} arguments")
+    if any(a not in (0, None) for a in axes):
+        raise ValueError(f"sodyn.vmap supports in_axes of 0 or None, got {in_axes!r}")
+    sizes = {x.shape[0] for a, arg in zip(axes, args) if a == 0 for x in jax.tree_util.tree_leaves(arg)}
+    if len(sizes) != 1:
+        raise ValueError(f"batched arguments must share one leading batch size, got sizes {sorted(sizes)}")
+    return axes, sizes.pop()
+
+
+def _chunked_vmap(fun: Callable, in_axes, chunk_size: int) -> Callable:
+    """``jax.vmap`` over chunks of ``chunk_size`` samples mapped with ``lax.map`` (one device)."""
+
+    def batched(*args: Any):
+        axes, size = _batch_axes(in_axes, args)
         inner = jax.vmap(fun, in_axes=tuple(axes))
         if size <= chunk_size:
             return inner(*args)
         n_chunks = -(-size // chunk_size)
-        pad = n_chunks * chunk_size - size
 
         def split(x):
-            if pad:
-                x = jnp.concatenate([x, jnp.repeat(x[-1:], pad, axis=0)])
-            return x.reshape((n_chunks, chunk_size) + x.shape[1:])
+            return _pad(x, n_chunks * chunk_size).reshape((n_chunks, chunk_size) + x.shape[1:])
 
         batched_args = [jax.tree_util.tree_map(split, arg) if a == 0 else None for a, arg in zip(axes, args)]
         static_args = [arg if a is None else None for a, arg in zip(axes, args)]

@@ -33,6 +33,11 @@ def _simulate(args) -> int:
     import sodyn as sd
     from sodyn.simulate import rollout
 
+    try:
+        cores = sd.use_cpu_cores(args.cores or None)  # before the first JAX computation
+    except RuntimeError:  # called from a process where JAX already runs: keep its devices
+        cores = len(jax.local_devices())
+
     model = _load(args.model, args.floating_base)
     dtype = jnp.float64 if args.float64 else jnp.float32
     model = model.astype(dtype)
@@ -58,7 +63,7 @@ def _simulate(args) -> int:
     steps = args.batch * args.steps
     print(f"model        {model!r}")
     print(f"rollout      batch {args.batch} x {args.steps} steps of {args.dt} s "
-          f"({np.dtype(dtype).name}, unactuated, gravity on)")
+          f"({np.dtype(dtype).name}, unactuated, gravity on), {cores} CPU core(s)")
     print(f"compile      {compile_s:.2f} s")
     print(f"run          {run_s:.3f} s  = {run_s / steps * 1e6:.2f} us per forward-dynamics step and sample")
     print(f"energy drift median {np.median(drift):.2e}, max {np.max(drift):.2e} (relative, semi-implicit Euler)")
@@ -87,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     sim.add_argument("--dt", type=float, default=1e-3)
     sim.add_argument("--seed", type=int, default=0)
     sim.add_argument("--float64", action="store_true")
+    sim.add_argument("--cores", type=int, default=0, help="CPU cores to split the batch over (default: all)")
     info = sub.add_parser("info", help="describe a model")
     info.add_argument("model")
     info.add_argument("--floating-base", action="store_true")

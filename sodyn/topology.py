@@ -16,6 +16,15 @@ whose body is traced once, so the program size does not grow with tree depth:
 
 Inside a level, a parent is reached through a one-hot ``(width, width)`` matrix; with
 ``width == 1`` (serial chains) that is elided altogether.
+
+The sweeps do not run on the padded ``(L, W)`` layout as a whole: the levels are cut into a
+few *segments* (runs of consecutive levels, at most :data:`MAX_SEGMENTS`), each with its own
+width per kernel, and each segment is one ``lax.scan``.  A manipulator whose gripper fingers
+make the last level two wide runs its arm levels one wide; a floating base does not carry its
+free-joint slot through the legs.  The cut is chosen at compile time by a small dynamic
+program over a cost model of the level work (:func:`_choose_segments`).  Values cross a
+segment boundary through a one-hot ``(W_s, W_{s-1})`` map applied once, outside the scans.
+Outside the sweeps every quantity keeps the padded ``(L, W)`` layout.
 """
 
 from __future__ import annotations
@@ -32,6 +41,51 @@ import numpy as np
 from sodyn.joints import KERNEL_OF, KERNELS, NQ, NV
 
 PyTree = Any
+
+
+#: Upper bound on the number of segments (one ``lax.scan`` each) of a sweep, so program size
+#: stays bounded whatever the tree.
+MAX_SEGMENTS = 4
+# Cost model for choosing segments, in units of "one hinge slot at one level": a slot of each
+# kernel, the one-hot parent lookup per level of a segment wider than one (∝ W²), and a
+# fixed cost per segment (one more scan: launch overhead and program size).
+_SLOT_COST = {"hinge": 6.0, "spherical": 9.0, "planar": 9.0, "free": 12.0}
+_PICK_COST = 1.5
+_SEGMENT_COST = 60.0
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Segment:
+    """A run of levels ``[start, stop)`` swept by one ``lax.scan`` with its own slot layout.
+
+    ``slots`` are the global slots (of the padded ``(L, W)`` layout) this segment uses, in
+    order: for each kernel, a prefix of the kernel's global range of ``kernel_width[k]``
+    slots.  ``onehot[i, c, p] = 1`` if local slot ``c`` at level ``start + i`` has its parent
+    in local slot ``p`` of the level above; the first level's map is the identity (its
+    parents' values are brought in before the scan, through ``cross``).  ``cross[c, p] = 1``
+    if local slot ``c`` of this segment's first level has its parent in local slot ``p`` of
+    the previous segment's last level (``None`` for the first segment).
+    """
+
+    start: int
+    stop: int
+    slots: tuple[int, ...]
+    kernel_width: tuple[int, ...]
+    onehot: np.ndarray
+    cross: np.ndarray | None
+
+    @property
+    def width(self) -> int:
+        return len(self.slots)
+
+    @property
+    def kernel_slices(self) -> tuple[slice, ...]:
+        """Local slot range of each kernel (``topo.kernel_slots`` order)."""
+        out, a = [], 0
+        for w in self.kernel_width:
+            out.append(slice(a, a + w))
+            a += w
+        return tuple(out)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -64,6 +118,7 @@ class Topology:
     kernel_dof_size: tuple[int, ...]
     support: np.ndarray           # (n, nv) bool: dof j moves body k (j's body is k or an ancestor)
     dof_body: np.ndarray          # (nv,) body of each dof
+    segments: tuple[Segment, ...] = ()  # the sweeps' level segments, see the module docstring
 
     @property
     def n_bodies(self) -> int:
@@ -155,13 +210,104 @@ def compile_topology(parent: np.ndarray, joint_type: tuple[str, ...]) -> Topolog
             support[k, v_start[j]: v_start[j] + nv_b[j]] = True
             j = parent[j]
 
+    counts = np.array(
+        [[int(np.sum((level == lv) & (kernel_arr == kn))) for kn, _, _ in kernel_slots] for lv in range(n_levels)],
+        dtype=np.int64,
+    ).reshape(n_levels, len(kernel_slots))
+    segments = _build_segments(
+        parent, level, slot_of, kernel_slots, counts, _choose_segments(counts, [kn for kn, _, _ in kernel_slots])
+    )
+
     return Topology(
         parent=parent, joint_type=tuple(joint_type), q_start=q_start, v_start=v_start,
         nq=nq, nv=nv, n_levels=n_levels, width=width, body_slot=body_slot, mask=mask,
         parent_onehot=parent_onehot, body_level=level, body_flat=level * width + slot_of,
         kernel_slots=tuple(kernel_slots), q_index=tuple(q_index), v_index=tuple(v_index),
         dof_gather=dof_gather, q_gather=q_gather, kernel_dof_size=tuple(sizes), support=support, dof_body=dof_body,
+        segments=segments,
     )
+
+
+def _segment_cost(n_levels: int, widths: np.ndarray, kernels: list[str]) -> float:
+    w = int(widths.sum())
+    per_level = sum(_SLOT_COST[kn] * int(wk) for kn, wk in zip(kernels, widths))
+    if w > 1:
+        per_level += _PICK_COST * w * w
+    return n_levels * per_level + _SEGMENT_COST
+
+
+def _choose_segments(counts: np.ndarray, kernels: list[str]) -> list[tuple[int, int]]:
+    """Cut the levels into at most :data:`MAX_SEGMENTS` runs minimising :func:`_segment_cost`.
+
+    ``counts[l, k]`` is the number of bodies of kernel ``k`` at level ``l``.  Levels with the
+    same counts are grouped into runs first (a chain is one run), then a dynamic program over
+    the runs picks the cut.  Returns ``[(start, stop), ...]`` level ranges.
+    """
+    n_levels = counts.shape[0]
+    if n_levels == 0 or counts.shape[1] == 0:
+        return [(0, max(n_levels, 1))]
+    bounds = [0] + [lv for lv in range(1, n_levels) if not np.array_equal(counts[lv], counts[lv - 1])] + [n_levels]
+    runs = list(zip(bounds[:-1], bounds[1:]))
+    n_runs = len(runs)
+    k_max = min(MAX_SEGMENTS, n_runs)
+    inf = float("inf")
+    # best[j][i]: cost of covering runs [0, i) with j segments; choice for backtracking.
+    best = [[inf] * (n_runs + 1) for _ in range(k_max + 1)]
+    back = [[-1] * (n_runs + 1) for _ in range(k_max + 1)]
+    best[0][0] = 0.0
+    seg_cost = {}
+    for a in range(n_runs):
+        widths = np.zeros(counts.shape[1], dtype=np.int64)
+        for b in range(a + 1, n_runs + 1):
+            widths = np.maximum(widths, counts[runs[b - 1][0]])
+            seg_cost[a, b] = _segment_cost(runs[b - 1][1] - runs[a][0], widths, kernels)
+    for j in range(1, k_max + 1):
+        for b in range(1, n_runs + 1):
+            for a in range(j - 1, b):
+                c = best[j - 1][a] + seg_cost[a, b]
+                if c < best[j][b]:
+                    best[j][b], back[j][b] = c, a
+    j = min(range(1, k_max + 1), key=lambda jj: best[jj][n_runs])
+    cuts, b = [], n_runs
+    while j > 0:
+        a = back[j][b]
+        cuts.append((runs[a][0], runs[b - 1][1]))
+        b, j = a, j - 1
+    return cuts[::-1]
+
+
+def _build_segments(parent, level, slot_of, kernel_slots, counts, ranges) -> tuple[Segment, ...]:
+    """Static index arrays of each segment (see :class:`Segment`)."""
+    n = parent.shape[0]
+    segments: list[Segment] = []
+    local_of = np.zeros(n, dtype=np.int64)  # local slot of each body in its segment
+    for start, stop in ranges:
+        kw = tuple(int(x) for x in counts[start:stop].max(axis=0)) if n else (0,) * len(kernel_slots)
+        if sum(kw) == 0:
+            kw = (1,) + kw[1:] if kw else (1,)
+        slots, local_start = [], {}
+        for (_, s0, _), w in zip(kernel_slots, kw):
+            local_start[s0] = len(slots)
+            slots += list(range(s0, s0 + w))
+        if not kernel_slots:
+            slots = [0]
+        width = len(slots)
+        in_seg = [k for k in range(n) if start <= level[k] < stop]
+        for k in in_seg:
+            s0 = max(a for (_, a, _) in kernel_slots if a <= slot_of[k])
+            local_of[k] = local_start[s0] + slot_of[k] - s0
+        onehot = np.zeros((stop - start, width, width))
+        onehot[0] = np.eye(width)
+        cross = None
+        if segments:
+            cross = np.zeros((width, segments[-1].width))
+        for k in in_seg:
+            if level[k] > start:
+                onehot[level[k] - start, local_of[k], local_of[parent[k]]] = 1.0
+            elif cross is not None:
+                cross[local_of[k], local_of[parent[k]]] = 1.0
+        segments.append(Segment(start, stop, tuple(slots), kw, onehot, cross))
+    return tuple(segments)
 
 
 # ---------------------------------------------------------------------------
@@ -239,56 +385,193 @@ def _to_parent(onehot: jax.Array, values: PyTree) -> PyTree:
     return jax.tree_util.tree_map(put, values)
 
 
+def _slot_take(seg: Segment, x: jax.Array) -> jax.Array:
+    """The segment's levels and slots of a slot-layout array ``(L, W, ...)`` (``(L,)``: levels only)."""
+    x = x[seg.start:seg.stop]
+    if x.ndim < 2 or x.shape[1] == len(seg.slots) and seg.slots == tuple(range(len(seg.slots))):
+        return x
+    pieces, a = [], seg.slots[0]
+    for prev, cur in zip(seg.slots, seg.slots[1:] + (None,)):
+        if cur != prev + 1:
+            pieces.append(x[:, a:prev + 1])
+            a = cur
+    return pieces[0] if len(pieces) == 1 else jnp.concatenate(pieces, axis=1)
+
+
+def _kernel_take(seg: Segment, k: int, x: jax.Array) -> jax.Array:
+    """The segment's levels and slots of a per-kernel array ``(L, W_k, ...)`` (``(L,)``: levels only)."""
+    x = x[seg.start:seg.stop]
+    return x if x.ndim < 2 else x[:, :seg.kernel_width[k]]
+
+
+def _slot_put(topo: Topology, seg: Segment, y: jax.Array) -> jax.Array:
+    """A segment's ``(L_s, W_s, ...)`` output in the global ``(L_s, W, ...)`` slots, zero elsewhere."""
+    if len(seg.slots) == topo.width:
+        return y
+    pieces, local = [], 0
+    for (_, s0, s1), w in zip(topo.kernel_slots, seg.kernel_width):
+        pieces.append(y[:, local:local + w])
+        local += w
+        if s1 - s0 > w:
+            pieces.append(jnp.zeros((y.shape[0], s1 - s0 - w) + y.shape[2:], y.dtype))
+    return jnp.concatenate(pieces, axis=1)
+
+
+def _kernel_put(topo: Topology, seg: Segment, k: int, y: jax.Array) -> jax.Array:
+    _, s0, s1 = topo.kernel_slots[k]
+    pad = s1 - s0 - y.shape[1]
+    if pad == 0:
+        return y
+    return jnp.concatenate([y, jnp.zeros((y.shape[0], pad) + y.shape[2:], y.dtype)], axis=1)
+
+
+def _cross_down(cross: np.ndarray, carry: PyTree) -> PyTree:
+    """Parent values for a segment's first level from the previous segment's last level."""
+
+    def pick(x):
+        out = None
+        for p in range(x.shape[0]):
+            col = cross[:, p]
+            if not col.any():
+                continue
+            term = jnp.asarray(col, x.dtype).reshape((-1,) + (1,) * (x.ndim - 1)) * x[p]
+            out = term if out is None else out + term
+        return jnp.zeros((cross.shape[0],) + x.shape[1:], x.dtype) if out is None else out
+
+    return jax.tree_util.tree_map(pick, carry)
+
+
+def _cross_up(cross: np.ndarray, values: PyTree) -> PyTree:
+    """A segment's first-level contributions summed into the previous segment's last-level slots."""
+
+    def put(x):
+        out = None
+        for c in range(x.shape[0]):
+            row = cross[c]
+            if not row.any():
+                continue
+            term = jnp.asarray(row, x.dtype).reshape((-1,) + (1,) * (x.ndim - 1)) * x[c]
+            out = term if out is None else out + term
+        return jnp.zeros((cross.shape[1],) + x.shape[1:], x.dtype) if out is None else out
+
+    return jax.tree_util.tree_map(put, values)
+
+
+def _segment_inputs(seg: Segment, xs: PyTree, kernel_xs) -> tuple[PyTree, Any]:
+    x = jax.tree_util.tree_map(lambda a: _slot_take(seg, a), xs)
+    if kernel_xs is None:
+        return x, None
+    xk = tuple(jax.tree_util.tree_map(lambda a, k=k: _kernel_take(seg, k, a), kx) for k, kx in enumerate(kernel_xs))
+    return x, xk
+
+
+def _assemble(topo: Topology, outs: list, kernel_aware: bool) -> PyTree:
+    """Per-segment outputs → global ``(L, W, ...)`` / per-kernel ``(L, W_k, ...)`` arrays."""
+    segs = topo.segments
+    if not kernel_aware:
+        placed = [jax.tree_util.tree_map(lambda y, s=s: _slot_put(topo, s, y), o) for s, o in zip(segs, outs)]
+        return jax.tree_util.tree_map(lambda *ys: ys[0] if len(ys) == 1 else jnp.concatenate(ys), *placed)
+    slot_placed = [jax.tree_util.tree_map(lambda y, s=s: _slot_put(topo, s, y), o[0]) for s, o in zip(segs, outs)]
+    slot_out = jax.tree_util.tree_map(lambda *ys: ys[0] if len(ys) == 1 else jnp.concatenate(ys), *slot_placed)
+    kernel_out = []
+    for k in range(len(outs[0][1])):
+        placed = [
+            jax.tree_util.tree_map(lambda y, s=s, k=k: _kernel_put(topo, s, k, y), o[1][k]) for s, o in zip(segs, outs)
+        ]
+        kernel_out.append(jax.tree_util.tree_map(lambda *ys: ys[0] if len(ys) == 1 else jnp.concatenate(ys), *placed))
+    return slot_out, tuple(kernel_out)
+
+
+def _broadcast_slots(value: PyTree, width: int) -> PyTree:
+    """One slot's value repeated for ``width`` slots."""
+    return jax.tree_util.tree_map(lambda r: jnp.broadcast_to(r, (width,) + jnp.shape(r)), value)
+
+
+def _scan(body, init, xs, reverse: bool):
+    """``lax.scan``, or a plain call for a one-level segment (no loop to trace, transpose or compile)."""
+    onehot = xs[0]
+    if onehot.shape[0] > 1:
+        return jax.lax.scan(body, init, (jnp.asarray(onehot),) + xs[1:], reverse=reverse)
+    level = jax.tree_util.tree_map(lambda a: a[0], (jnp.asarray(onehot),) + xs[1:])
+    carry, out = body(init, level)
+    return carry, jax.tree_util.tree_map(lambda y: y[None], out)
+
+
+def _step_fn(step, seg: Segment, kernel_aware: bool):
+    if not kernel_aware:
+        return lambda carry, x, xk: step(carry, x)
+    slices = seg.kernel_slices
+    return lambda carry, x, xk: step(carry, x, xk, slices)
+
+
 def scatter(
     topo: Topology,
-    step: Callable[[PyTree, PyTree], tuple[PyTree, PyTree]],
+    step: Callable[..., tuple[PyTree, PyTree]],
     root_parent: PyTree,
     xs: PyTree,
+    kernel_xs: tuple[PyTree, ...] | None = None,
 ) -> PyTree:
     """Base-to-tips sweep: ``(value_ℓ, out_ℓ) = step(value_parent(ℓ), xs_ℓ)`` for ℓ = 0 … L−1.
 
     ``root_parent`` is the value seen by level-0 bodies as their parent (e.g. the world's
     velocity, or ``−g`` for accelerations), given for one slot; ``xs`` are level-major
-    ``(L, W, ...)`` arrays.  Returns the stacked ``out`` of every level.
+    ``(L, W, ...)`` arrays (or ``(L,)`` per-level values).  Returns the stacked ``out`` of
+    every level, in the same layout (zero in padding slots a segment does not carry).
+
+    With ``kernel_xs`` (a tuple, one pytree of per-kernel ``(L, W_k, ...)`` arrays for each
+    of ``topo.kernel_slots``) the step is called as ``step(parent, x, xk, kernel_slices)``,
+    where ``kernel_slices`` are the kernels' slot ranges inside the level, and returns
+    ``(value, (out, out_kernels))``; the result is ``(outs, outs_kernels)``.
     """
-    w = topo.width
-    init = jax.tree_util.tree_map(lambda r: jnp.broadcast_to(r, (w,) + jnp.shape(r)), root_parent)
-    onehot = jnp.asarray(topo.parent_onehot)
-    level0 = np.zeros((topo.n_levels,), dtype=bool)
-    level0[0] = True
+    kernel_aware = kernel_xs is not None
+    carry = None
+    outs = []
+    for seg in topo.segments:
+        if carry is None:
+            init = _broadcast_slots(root_parent, seg.width)
+        else:
+            init = _cross_down(seg.cross, carry)
+        f = _step_fn(step, seg, kernel_aware)
 
-    def body(carry, inp):
-        oh, is_root, x = inp
-        from_parent = _from_parent(oh, carry)
-        parent_vals = jax.tree_util.tree_map(lambda i, p: jnp.where(is_root, i, p), init, from_parent)
-        value, out = step(parent_vals, x)
-        return value, out
+        def body(c, inp, f=f):
+            oh, x, xk = inp
+            return f(_from_parent(oh, c), x, xk)
 
-    _, outs = jax.lax.scan(body, init, (onehot, jnp.asarray(level0), xs))
-    return outs
+        x, xk = _segment_inputs(seg, xs, kernel_xs)
+        carry, out = _scan(body, init, (seg.onehot, x, xk), reverse=False)
+        outs.append(out)
+    return _assemble(topo, outs, kernel_aware)
 
 
 def gather(
     topo: Topology,
-    step: Callable[[PyTree, PyTree], tuple[PyTree, PyTree]],
+    step: Callable[..., tuple[PyTree, PyTree]],
     zero: PyTree,
     xs: PyTree,
+    kernel_xs: tuple[PyTree, ...] | None = None,
 ) -> PyTree:
     """Tips-to-base sweep: ``(to_parent_ℓ, out_ℓ) = step(from_children_ℓ, xs_ℓ)``, ℓ = L−1 … 0.
 
     ``from_children_ℓ`` holds, per slot, the sum of what the slot's children returned as
     ``to_parent`` (``zero`` for leaves; ``zero`` is given for one slot).  Padding slots
-    never send anything.  Returns the stacked ``out`` of every level.
+    never send anything.  Returns the stacked ``out`` of every level; ``kernel_xs`` as in
+    :func:`scatter`.
     """
-    w = topo.width
-    init = jax.tree_util.tree_map(lambda z: jnp.broadcast_to(z, (w,) + jnp.shape(z)), zero)
-    onehot = jnp.asarray(topo.parent_onehot)
+    kernel_aware = kernel_xs is not None
+    outs = []
+    sent = None
+    for seg in reversed(topo.segments):
+        init = _broadcast_slots(zero, seg.width) if sent is None else sent
+        f = _step_fn(step, seg, kernel_aware)
 
-    def body(carry, inp):
-        oh, x = inp
-        to_parent, out = step(carry, x)
-        # Shift to the parent level: each slot's row of the one-hot picks its parent.
-        return _to_parent(oh, to_parent), out
+        def body(c, inp, f=f):
+            oh, x, xk = inp
+            to_parent, out = f(c, x, xk)
+            return _to_parent(oh, to_parent), out
 
-    _, outs = jax.lax.scan(body, init, (onehot, xs), reverse=True)
-    return outs
+        x, xk = _segment_inputs(seg, xs, kernel_xs)
+        last, out = _scan(body, init, (seg.onehot, x, xk), reverse=True)
+        outs.append(out)
+        # ``last`` is the first level's to_parent (identity map); hand it to the segment above.
+        sent = _cross_up(seg.cross, last) if seg.cross is not None else None
+    return _assemble(topo, outs[::-1], kernel_aware)

@@ -28,3 +28,60 @@ def test_chunked_vmap_rejects_bad_arguments():
         sd.vmap(f)(np.zeros(3), np.zeros(4))
     with pytest.raises(ValueError, match="in_axes of 0 or None"):
         sd.vmap(f, in_axes=(1, 0))(np.zeros((2, 3)), np.zeros(3))
+
+
+_MULTI_DEVICE_SCRIPT = r"""
+import jax
+import sodyn as sd
+assert sd.use_cpu_cores(2) == 2
+jax.config.update("jax_enable_x64", True)
+import numpy as np
+import sodyn.models
+from sodyn.models import random_tree
+
+assert len(jax.local_devices()) == 2
+model = random_tree(4, seed=1, floating_base=True)
+keys = jax.random.split(jax.random.PRNGKey(0), 37)  # odd: one device gets a padded sample
+q = jax.vmap(lambda k: sd.random_configuration(model, k))(keys)
+v = jax.random.normal(jax.random.PRNGKey(1), (37, model.nv))
+fd = lambda m, q, v: sd.forward_dynamics(m, q, v, v)
+one = jax.jit(jax.vmap(fd, in_axes=(None, 0, 0)))(model, q, v)
+split = jax.jit(sd.vmap(fd, in_axes=(None, 0, 0), chunk_size=8))(model, q, v)
+np.testing.assert_allclose(split, one, rtol=1e-12, atol=1e-12)
+# the gradient with respect to a replicated argument (the model) sums over both devices
+chain = sd.models.pendulum_chain(2)
+qc, vc = q[:, :2], v[:, :2]
+loss = lambda vm: (lambda m: (vm(m, qc, vc) ** 2).sum())
+g_one = jax.jit(jax.grad(loss(jax.vmap(fd, in_axes=(None, 0, 0)))))(chain).mass
+g_split = jax.jit(jax.grad(loss(sd.vmap(fd, in_axes=(None, 0, 0), chunk_size=8))))(chain).mass
+np.testing.assert_allclose(g_split, g_one, rtol=1e-10)
+try:
+    sd.use_cpu_cores(3)
+except RuntimeError as e:
+    assert "before the first JAX computation" in str(e)
+else:
+    raise AssertionError("use_cpu_cores after a computation must raise")
+print("OK")
+"""
+
+
+def test_vmap_splits_the_batch_across_cpu_devices():
+    """With two CPU devices, ``sodyn.vmap`` shards the batch; values and gradients are unchanged."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "JAX_NUM_CPU_DEVICES")}
+    out = subprocess.run([sys.executable, "-c", _MULTI_DEVICE_SCRIPT], capture_output=True, text=True, env=env,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip().endswith("OK")
+
+
+def test_vmap_devices_argument():
+    f = lambda x: 2.0 * x  # noqa: E731
+    x = np.arange(6.0)
+    np.testing.assert_allclose(sd.vmap(f, devices=None)(x), 2.0 * x)
+    np.testing.assert_allclose(sd.vmap(f, devices=jax.local_devices()[:1])(x), 2.0 * x)
+    with pytest.raises(ValueError, match="devices must be"):
+        sd.vmap(f, devices="all")(x)

@@ -38,6 +38,7 @@ from sodyn.algorithms.common import (
     model_params,
     prepare,
 )
+from sodyn.algorithms.inverse_dynamics import inverse_dynamics
 from sodyn.algorithms.kinematics import velocities_and_accelerations_levels
 from sodyn.model import Model
 from sodyn.topology import dofs_from_levels, dofs_to_levels, from_levels, gather, scatter, to_levels
@@ -74,36 +75,41 @@ class ArticulatedBodyInertias(NamedTuple):
 def _spd_inverse(d: jax.Array) -> jax.Array:
     if d.shape[-1] == 1:
         return 1.0 / d
+    if d.shape[0] == 0:
+        return d
     return jnp.linalg.inv(0.5 * (d + spatial.transpose(d)))
 
 
-def _riccati_level(subspaces, big_p, h_l, arm_l):
-    """One level of the Riccati recursion: ``D``, ``D⁻¹``, ``U = P H*`` and ``P⁺`` per kernel."""
-    p_plus, us, ds, dinvs = [], [], [], []
-    for s, h, arm in zip(subspaces, h_l, arm_l):
-        sub = s.at_level(h)
-        pk = big_p[s.start:s.stop]
+def _riccati_level(subspaces, slices, big_p, h_l, arm_l):
+    """One level of the Riccati recursion: ``P⁺`` and, per kernel, ``U = P H*``, ``D``, ``D⁻¹``."""
+    p_plus, per_kernel = [], []
+    for s, sl, h, arm in zip(subspaces, slices, h_l, arm_l):
+        sub = s.at_level(h, sl)
+        pk = big_p[sl]
         u = sub.right_times(pk)  # (Wk, 6, nv_k)
         d = sub.transpose_times_cols(u)  # H P H*, (Wk, nv_k, nv_k)
         d = d + arm[..., None] * jnp.eye(d.shape[-1], dtype=d.dtype)
         dinv = _spd_inverse(d)
         pp = pk - spatial.mm(spatial.mm(u, dinv), spatial.transpose(u))
         p_plus.append(0.5 * (pp + spatial.transpose(pp)))
-        us.append(u)
-        ds.append(d)
-        dinvs.append(dinv)
-    return jnp.concatenate(p_plus, axis=0), tuple(us), tuple(ds), tuple(dinvs)
+        per_kernel.append((u, d, dinv))
+    return jnp.concatenate(p_plus, axis=0), per_kernel
 
 
-def _innovation_level(subspaces, z, h_l, t_l, u_l, dinv_l):
+def _innovation_level(subspaces, slices, z, h_l, t_l, u_l, dinv_l):
     """One level of the innovations recursion: ``ν = D⁻¹(T − H z)`` and ``z⁺ = z + U ν``."""
     z_plus, nus = [], []
-    for s, h, t, u, dinv in zip(subspaces, h_l, t_l, u_l, dinv_l):
-        zk = z[s.start:s.stop]
-        nu = spatial.mv(dinv, t - s.at_level(h).transpose_times(zk))
+    for s, sl, h, t, u, dinv in zip(subspaces, slices, h_l, t_l, u_l, dinv_l):
+        zk = z[sl]
+        nu = spatial.mv(dinv, t - s.at_level(h, sl).transpose_times(zk))
         z_plus.append(zk + spatial.mv(u, nu))
         nus.append(nu)
-    return jnp.concatenate(z_plus, axis=0), tuple(nus)
+    return jnp.concatenate(z_plus, axis=0), nus
+
+
+def _unzip(per_kernel, n: int) -> tuple[tuple[jax.Array, ...], ...]:
+    """Per-kernel tuples of ``n`` outputs → ``n`` tuples over kernels."""
+    return tuple(tuple(o[i] for o in per_kernel) for i in range(n))
 
 
 def articulated_levels(model: Model, levels: Levels) -> ArticulatedLevels:
@@ -112,16 +118,18 @@ def articulated_levels(model: Model, levels: Levels) -> ArticulatedLevels:
     dtype = levels.rel_p.dtype
     arm_blocks = dofs_to_levels(topo, model_params(model, dtype).armature, 0.0)
 
-    def step(from_children, x):
-        r, p, inertia, h_l, arm_l = x
+    def step(from_children, x, xk, slices):
+        r, p, inertia = x
         big_p = inertia + from_children
-        p_plus, us, ds, dinvs = _riccati_level(levels.subspaces, big_p, h_l, arm_l)
-        return spatial.inertia_to_parent(r, p, p_plus), (big_p, p_plus, us, ds, dinvs)
+        p_plus, per_kernel = _riccati_level(levels.subspaces, slices, big_p, *zip(*xk))
+        return spatial.inertia_to_parent(r, p, p_plus), ((big_p, p_plus), per_kernel)
 
     hs = hinge_vectors_by_level(levels)
-    big_p, p_plus, us, ds, dinvs = gather(
-        topo, step, jnp.zeros((6, 6), dtype), (levels.rel_r, levels.rel_p, levels.inertia, hs, tuple(arm_blocks))
+    (big_p, p_plus), per_kernel = gather(
+        topo, step, jnp.zeros((6, 6), dtype), (levels.rel_r, levels.rel_p, levels.inertia),
+        tuple(zip(hs, arm_blocks)),
     )
+    us, ds, dinvs = _unzip(per_kernel, 3)
     return ArticulatedLevels(big_p, p_plus, us, ds, dinvs)
 
 
@@ -130,18 +138,20 @@ def _accelerations(model, levels, coriolis, nus, us, dinvs, root_acceleration) -
     topo = model.topology
     hs = hinge_vectors_by_level(levels)
 
-    def down(parent_acc, x):
-        r, p, cor, h_l, nu_l, u_l, dinv_l = x
+    def down(parent_acc, x, xk, slices):
+        r, p, cor = x
         a_plus = spatial.motion_to_child(r, p, parent_acc)
         qdd, motion = [], []
-        for s, h, nu, u, dinv in zip(levels.subspaces, h_l, nu_l, u_l, dinv_l):
-            qk = nu - spatial.mv(dinv, spatial.mtv(u, a_plus[s.start:s.stop]))
+        for s, sl, (h, nu, u, dinv) in zip(levels.subspaces, slices, xk):
+            qk = nu - spatial.mv(dinv, spatial.mtv(u, a_plus[sl]))
             qdd.append(qk)
-            motion.append(s.at_level(h).times(qk))
+            motion.append(s.at_level(h, sl).times(qk))
         acc = a_plus + jnp.concatenate(motion, axis=0) + cor
-        return acc, tuple(qdd)
+        return acc, ((), tuple(qdd))
 
-    qdd = scatter(topo, down, root_acceleration, (levels.rel_r, levels.rel_p, coriolis, hs, nus, us, dinvs))
+    _, qdd = scatter(
+        topo, down, root_acceleration, (levels.rel_r, levels.rel_p, coriolis), tuple(zip(hs, nus, us, dinvs))
+    )
     return dofs_from_levels(topo, list(qdd))
 
 
@@ -164,14 +174,14 @@ def innovations_and_accelerations(
     dtype = z_local.dtype
     hs = hinge_vectors_by_level(levels)
 
-    def up(from_children, x):
-        r, p, zl, h_l, t_l, u_l, dinv_l = x
-        z_plus, nus = _innovation_level(levels.subspaces, zl + from_children, h_l, t_l, u_l, dinv_l)
-        return spatial.force_to_parent(r, p, z_plus), nus
+    def up(from_children, x, xk, slices):
+        r, p, zl = x
+        z_plus, nus = _innovation_level(levels.subspaces, slices, zl + from_children, *zip(*xk))
+        return spatial.force_to_parent(r, p, z_plus), ((), tuple(nus))
 
-    nus = gather(
-        topo, up, jnp.zeros(6, dtype),
-        (levels.rel_r, levels.rel_p, z_local, hs, tuple(t_blocks), abi.U, abi.D_inv),
+    _, nus = gather(
+        topo, up, jnp.zeros(6, dtype), (levels.rel_r, levels.rel_p, z_local),
+        tuple(zip(hs, t_blocks, abi.U, abi.D_inv)),
     )
     return _accelerations(model, levels, coriolis, nus, abi.U, abi.D_inv, root_acceleration)
 
@@ -183,8 +193,40 @@ def forward_dynamics(model: Model, q, v, tau, f_ext=None) -> jax.Array:
     (``τ − damping ⊙ v``) and armature (added to ``D``) are included, consistently with
     :func:`sodyn.inverse_dynamics`.  The Riccati and innovations recursions run fused in one
     gather (Jain Alg. 7.1 and 7.2 share their tip-to-base sweep), then one scatter.
+
+    Derivatives (forward and reverse mode, with respect to the model's parameters too) come
+    from the implicit function theorem on ``ID(q, v, θ̈) = τ`` rather than from
+    differentiating the recursions: ``dθ̈ = 𝓜⁻¹ (dτ − ∂ID/∂(q, v, params, f_ext) · d(…))``,
+    with ``𝓜⁻¹`` applied in O(N) by the innovations sweeps (Lemma 7.5) on the Riccati
+    quantities of the forward pass, and the partials of ID at fixed ``θ̈`` by differentiating
+    the Newton–Euler recursions (Carpentier & Mansard's analytical ABA derivatives take the
+    same route).
     """
     q, v, tau, f_ext = check_state(model, q, v, tau, "tau", f_ext)
+    return _forward_dynamics(model, q, v, tau, f_ext)
+
+
+@jax.custom_jvp
+def _forward_dynamics(model: Model, q, v, tau, f_ext):
+    return _articulated_forward(model, q, v, tau, f_ext)[0]
+
+
+@_forward_dynamics.defjvp
+def _forward_dynamics_jvp(primals, tangents):
+    model, q, v, tau, f_ext = primals
+    d_model, dq, dv, dtau, df = tangents
+    qdd, levels, us, dinvs = _articulated_forward(model, q, v, tau, f_ext)
+
+    def id_at_fixed_acceleration(m, q, v, f):
+        return inverse_dynamics(m, q, v, qdd, f)
+
+    _, d_id = jax.jvp(id_at_fixed_acceleration, (model, q, v, f_ext), (d_model, dq, dv, df))
+    abi = ArticulatedLevels(None, None, us, None, dinvs)
+    return qdd, _inverse_times_levels(model, levels, abi, dtau - d_id)
+
+
+def _articulated_forward(model: Model, q, v, tau, f_ext):
+    """The fused ABA; returns ``θ̈`` and the Riccati quantities ``U``, ``D⁻¹`` (per kernel)."""
     dtype = q.dtype
     topo = model.topology
     m = model_params(model, dtype)
@@ -199,22 +241,27 @@ def forward_dynamics(model: Model, q, v, tau, f_ext=None) -> jax.Array:
     arm_blocks = dofs_to_levels(topo, m.armature, 0.0)
     hs = hinge_vectors_by_level(levels)
 
-    def up(from_children, x):
-        r, p, inertia, cor, b, h_l, arm_l, t_l = x
+    def up(from_children, x, xk, slices):
+        r, p, inertia, cor, b = x
+        h_l, arm_l, t_l = zip(*xk)
         pa_children, za_children = from_children
         big_p = inertia + pa_children
-        p_plus, us, _, dinvs = _riccati_level(levels.subspaces, big_p, h_l, arm_l)
+        p_plus, per_kernel = _riccati_level(levels.subspaces, slices, big_p, h_l, arm_l)
+        us = [o[0] for o in per_kernel]
+        dinvs = [o[2] for o in per_kernel]
         z = spatial.mv(big_p, cor) + b + za_children
-        z_plus, nus = _innovation_level(levels.subspaces, z, h_l, t_l, us, dinvs)
+        z_plus, nus = _innovation_level(levels.subspaces, slices, z, h_l, t_l, us, dinvs)
         sent = (spatial.inertia_to_parent(r, p, p_plus), spatial.force_to_parent(r, p, z_plus))
-        return sent, (nus, us, dinvs)
+        return sent, ((), tuple(zip(nus, us, dinvs)))
 
     zero = (jnp.zeros((6, 6), dtype), jnp.zeros(6, dtype))
-    nus, us, dinvs = gather(
-        topo, up, zero,
-        (levels.rel_r, levels.rel_p, levels.inertia, coriolis, bias, hs, tuple(arm_blocks), tuple(t_blocks)),
+    _, per_kernel = gather(
+        topo, up, zero, (levels.rel_r, levels.rel_p, levels.inertia, coriolis, bias),
+        tuple(zip(hs, arm_blocks, t_blocks)),
     )
-    return _accelerations(model, levels, coriolis, nus, us, dinvs, gravity_acceleration(m, dtype))
+    nus, us, dinvs = _unzip(per_kernel, 3)
+    qdd = _accelerations(model, levels, coriolis, nus, us, dinvs, gravity_acceleration(m, dtype))
+    return qdd, levels, us, dinvs
 
 
 def _inverse_times_levels(model: Model, levels: Levels, abi: ArticulatedLevels, x: jax.Array) -> jax.Array:
@@ -257,12 +304,14 @@ def log_det_mass_matrix(model: Model, q) -> jax.Array:
     mask = jnp.asarray(model.topology.mask)
     total = jnp.zeros((), q.dtype)
     for s, d in zip(levels.subspaces, abi.D):
+        real = mask[:, s.start:s.stop, None, None]
+        d = jnp.where(real, d, jnp.eye(d.shape[-1], dtype=d.dtype))  # padding: log det I = 0
         if d.shape[-1] == 1:
             ld = jnp.log(d[..., 0, 0])
         else:
             chol = jnp.linalg.cholesky(0.5 * (d + spatial.transpose(d)))
             ld = 2.0 * jnp.sum(jnp.log(jnp.diagonal(chol, axis1=-2, axis2=-1)), axis=-1)
-        total = total + jnp.sum(jnp.where(mask[:, s.start:s.stop], ld, 0.0))
+        total = total + jnp.sum(ld)
     return total
 
 

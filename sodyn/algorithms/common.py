@@ -95,9 +95,12 @@ class Subspace(NamedTuple):
             return self.h[..., None]
         return self.const
 
-    def at_level(self, h_level):
-        """The same subspace with ``h`` sliced to one level (used inside scans)."""
-        return self if self.h is None else self._replace(h=h_level)
+    def at_level(self, h_level, slots: slice | None = None):
+        """The same subspace with ``h`` sliced to one level (used inside scans) and, with
+        ``slots``, its slot range replaced by the level's local one (see
+        :attr:`sodyn.topology.Segment.kernel_slices`)."""
+        sub = self if self.h is None else self._replace(h=h_level)
+        return sub if slots is None else sub._replace(start=slots.start, stop=slots.stop)
 
 
 class Levels(NamedTuple):

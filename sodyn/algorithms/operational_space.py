@@ -201,7 +201,7 @@ def _h_times_force(sub, h_level, f: jax.Array) -> jax.Array:
     """``H f`` for forces ``f`` of shape ``(Wk, ..., 6)`` → ``(Wk, ..., nv_k)``."""
     if sub.h is not None:
         h = _expand(h_level, f.ndim - 2)
-        return jnp.sum(h * f, axis=-1, keepdims=True)
+        return spatial.dot(h, f)[..., None]
     return spatial.mtv(sub.const, f)
 
 
@@ -245,15 +245,15 @@ def compliance_kernel(model: Model, levels: Levels, abi: ArticulatedLevels) -> t
     dtype = levels.rel_p.dtype
     hs = hinge_vectors_by_level(levels)
 
-    def step(parent, x):
+    def step(parent, x, xk, slices):
         ups_p, rw_p = parent
-        r, p, h_l, u_l, dinv_l = x
+        r, p = x
         xm = spatial.motion_transform_matrix(r, p)  # φ*(℘(k), k)
         ups_plus = spatial.mm(xm, spatial.mm(ups_p, spatial.transpose(xm)))  # φ* Υ φ
         out = []
-        for s, h, u, dinv in zip(levels.subspaces, h_l, u_l, dinv_l):
-            wk = s.stop - s.start
-            up = ups_plus[s.start:s.stop]
+        for s, sl, (h, u, dinv) in zip(levels.subspaces, slices, xk):
+            wk = sl.stop - sl.start
+            up = ups_plus[sl]
             g = spatial.mm(u, dinv)  # G = P H* D⁻¹, (Wk, 6, nv_k)
             z = spatial.mm(up, g)
             ell = dinv + spatial.mtm(g, z)
@@ -263,10 +263,11 @@ def compliance_kernel(model: Model, levels: Levels, abi: ArticulatedLevels) -> t
             out.append(0.5 * (ups + spatial.transpose(ups)))
         ups = jnp.concatenate(out, axis=0)
         rw = spatial.mm(rw_p, r)
-        return (ups, rw), (ups, rw)
+        return (ups, rw), ((ups, rw), ())
 
     root = (jnp.zeros((6, 6), dtype), jnp.eye(3, dtype=dtype))
-    return scatter(topo, step, root, (levels.rel_r, levels.rel_p, hs, abi.U, abi.D_inv))
+    out, _ = scatter(topo, step, root, (levels.rel_r, levels.rel_p), tuple(zip(hs, abi.U, abi.D_inv)))
+    return out
 
 
 def _task_seeds(model: Model, tasks: Sequence[ResolvedTask], dtype) -> jax.Array:
@@ -293,22 +294,24 @@ def task_sweeps(model: Model, q: jax.Array, tasks: Sequence[ResolvedTask]) -> Ta
     seeds = _task_seeds(model, tasks, dtype)
     n_t = len(tasks)
 
-    def up(from_children, x):
+    def up(from_children, x, xk, slices):
         psi_c, phi_c = from_children
-        r, p, seed, h_l, u_l, dinv_l = x
+        r, p, seed = x
         psi = seed + psi_c  # rows: each row a body-frame force
         phi = seed + phi_c
         tb = []
-        for s, h, u, dinv in zip(levels.subspaces, h_l, u_l, dinv_l):
-            f = psi[s.start:s.stop]
+        for s, sl, (h, u, dinv) in zip(levels.subspaces, slices, xk):
+            f = psi[sl]
             nu = spatial.mv(_expand(dinv, 2), _h_times_force(s, h, f))
             tb.append(f - spatial.mv(_expand(u, 2), nu))  # τ̄ f = f − G H f
         tb = jnp.concatenate(tb, axis=0)
         rr, pp = r[:, None, None], p[:, None, None]
-        return (spatial.force_to_parent(rr, pp, tb), spatial.force_to_parent(rr, pp, phi)), (psi, phi)
+        return (spatial.force_to_parent(rr, pp, tb), spatial.force_to_parent(rr, pp, phi)), ((psi, phi), ())
 
     zero = (jnp.zeros((n_t, 6, 6), dtype), jnp.zeros((n_t, 6, 6), dtype))
-    psi_rows, phi_rows = gather(topo, up, zero, (levels.rel_r, levels.rel_p, seeds, hs, abi.U, abi.D_inv))
+    (psi_rows, phi_rows), _ = gather(
+        topo, up, zero, (levels.rel_r, levels.rel_p, seeds), tuple(zip(hs, abi.U, abi.D_inv))
+    )
     m = model_params(model, dtype)
     fids = np.array([t.frame for t in tasks], dtype=np.int64)
     bodies = np.array([t.body for t in tasks], dtype=np.int64)
@@ -371,21 +374,22 @@ def _minv_jt_from_sweeps(model: Model, tasks, sw: TaskSweeps) -> jax.Array:
     n_t = len(tasks)
     hs = hinge_vectors_by_level(levels)
 
-    def down(parent_acc, x):
-        r, p, psi, h_l, u_l, dinv_l = x
+    def down(parent_acc, x, xk, slices):
+        r, p, psi = x
         a_plus = spatial.motion_to_child(r[:, None, None], p[:, None, None], parent_acc)  # (W, T, 6, 6)
         qdd, motion = [], []
-        for s, h, u, dinv in zip(levels.subspaces, h_l, u_l, dinv_l):
-            sl = slice(s.start, s.stop)
+        for s, sl, (h, u, dinv) in zip(levels.subspaces, slices, xk):
             hf = _h_times_force(s, h, psi[sl]) - spatial.mtv(_expand(u, 2), a_plus[sl])
             qk = spatial.mv(_expand(dinv, 2), hf)  # (Wk, T, 6, nv_k)
             qdd.append(qk)
             motion.append(_h_star_times(s, h, qk))
         acc = a_plus + jnp.concatenate(motion, axis=0)
-        return acc, tuple(qdd)
+        return acc, ((), tuple(qdd))
 
     root = jnp.zeros((n_t, 6, 6), dtype)
-    qdd = scatter(topo, down, root, (levels.rel_r, levels.rel_p, sw.psi_rows, hs, abi.U, abi.D_inv))
+    _, qdd = scatter(
+        topo, down, root, (levels.rel_r, levels.rel_p, sw.psi_rows), tuple(zip(hs, abi.U, abi.D_inv))
+    )
     # per kernel (L, Wk, T, 6, nv_k) → (L, Wk, nv_k, T, 6)
     blocks = [jnp.moveaxis(b, -1, 2) for b in qdd]
     x = dofs_from_levels(topo, blocks)  # (nv, T, 6)
