@@ -111,14 +111,27 @@ def _sodyn_batched(fn, cfg):
 
 
 def _mjx_batched(fn, cfg, batch: int):
-    """``jax.vmap`` of an MJX function, split across the same CPU devices as sodyn (no chunks)."""
+    """``jax.vmap`` of an MJX function, split across the same CPU devices as sodyn, from the same
+    batch size on (``sodyn.vmap`` splits a batch when each device gets a full chunk), without chunks."""
     import jax
 
-    if len(jax.local_devices()) > 1:
+    n_dev = len(jax.local_devices())
+    if n_dev > 1 and cfg.chunk > 0 and batch >= n_dev * cfg.chunk:
         import sodyn as sd
 
-        return sd.vmap(fn, chunk_size=max(batch, 1))
+        return sd.vmap(fn, chunk_size=batch // n_dev)
     return jax.vmap(fn)
+
+
+def _compile_call(batched, fn, B: int, args):
+    """Compile and return ``(compiled, call_args)``: at B = 1 the single call ``jax.jit(fn)`` on one
+    sample (what a user's control loop runs), otherwise ``jax.jit(batched)`` on the batch."""
+    import jax
+
+    if B == 1:
+        one = tuple(a[0] for a in args)
+        return jax.jit(fn).lower(*one).compile(), one
+    return jax.jit(batched).lower(*args).compile(), args
 
 
 def run_sodyn_pin(cfg, model_name: str, sink: Sink):
@@ -152,9 +165,10 @@ def run_sodyn_pin(cfg, model_name: str, sink: Sink):
         vp = np.asarray(jax.vmap(lambda v: v_to_pinocchio(model, v))(v64), dtype=np.float64)
         tp = np.asarray(jax.vmap(lambda v: v_to_pinocchio(model, v))(t64), dtype=np.float64)
         data = pm.createData()
-        # agreement check (sample 0): sodyn FD vs Pinocchio ABA
+        # agreement check (sample 0): sodyn FD vs Pinocchio ABA. sodyn applies the URDF joint damping
+        # (τ − damping ⊙ v) and pin.aba does not (Panda's URDF has damping), so Pinocchio gets that τ.
         a_sd = np.asarray(v_to_pinocchio(model, sd.forward_dynamics(model, q64[0], v64[0], t64[0])))
-        a_pin = pin.aba(pm, data, qp[0], vp[0], tp[0])
+        a_pin = pin.aba(pm, data, qp[0], vp[0], tp[0] - np.asarray(pm.damping) * vp[0])
         err = float(np.max(np.abs(a_sd - a_pin)) / (1.0 + np.max(np.abs(a_pin))))
         sink(lib="check", op="fd", B=1, dtype="float64", agree_rel_err=err, note="sodyn FD vs pin.aba", **common)
 
@@ -262,7 +276,7 @@ def run_sodyn_pin(cfg, model_name: str, sink: Sink):
                 q, v, t = q64[:B].astype(dt), v64[:B].astype(dt), t64[:B].astype(dt)
                 try:
                     t0 = time.perf_counter()
-                    compiled = jax.jit(_sodyn_batched(fn, cfg)).lower(q, v, t).compile()
+                    compiled, call_args = _compile_call(_sodyn_batched(fn, cfg), fn, B, (q, v, t))
                     tc = time.perf_counter() - t0
                 except NotImplementedError as e:
                     sink(lib="sodyn", op=op, B=B, dtype=dt_name, status="not available",
@@ -273,7 +287,7 @@ def run_sodyn_pin(cfg, model_name: str, sink: Sink):
                     break
                 mem = _mem(compiled)
                 try:
-                    tt, reps = timer(lambda c=compiled: jax.block_until_ready(c(q, v, t)))
+                    tt, reps = timer(lambda c=compiled, a=call_args: jax.block_until_ready(c(*a)))
                 except Exception as e:  # noqa: BLE001
                     sink(lib="sodyn", op=op, B=B, dtype=dt_name, status="error", note=repr(e)[:200], **common)
                     break
@@ -373,9 +387,9 @@ def run_mjx(cfg, model_name: str, sink: Sink):
             args = (qpos[:B], qvel[:B], tau[:B])
             try:
                 t0 = time.perf_counter()
-                compiled = jax.jit(_mjx_batched(fns[op], cfg, B)).lower(*args).compile()
+                compiled, call_args = _compile_call(_mjx_batched(fns[op], cfg, B), fns[op], B, args)
                 tc = time.perf_counter() - t0
-                tt, reps = timer(lambda: jax.block_until_ready(compiled(*args)))
+                tt, reps = timer(lambda: jax.block_until_ready(compiled(*call_args)))
             except Exception as e:  # noqa: BLE001
                 sink(lib="mjx", op=op, B=B, dtype="float32", status="error", note=repr(e)[:200], **common)
                 break

@@ -251,7 +251,9 @@ def write(args, jsonl):
     out.append("")
     out.append("Method: one worker process per (XLA setting, model, library group); within it every library "
                "runs on the same machine, same inputs, same dtype and batch. sodyn and MJX: "
-               "`jax.jit(jax.vmap(fn))`, inputs pre-generated, `block_until_ready`, median of adaptive repeats "
+               "`jax.jit` of `sodyn.vmap(fn)` (chunks of `--chunk`, split across the CPU devices of `--cores` once each "
+               "gets a full chunk; MJX: `jax.vmap`, split the same way), and at B=1 the single call `jax.jit(fn)` "
+               "on one sample; inputs pre-generated, `block_until_ready`, median of adaptive repeats "
                "(each sample ≥2 ms of calls, ~budget per measurement); compile = trace+lower+compile "
                "(`.lower().compile()`) wall time; XLA MiB = `compiled.memory_analysis()` temp+argument+output. "
                "Pinocchio: Python bindings are float64 only, so float32 rows compare against Pinocchio float64. "

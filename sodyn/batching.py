@@ -73,6 +73,9 @@ def vmap(
     sample, and the padding is dropped from the result.  ``devices="auto"`` splits the batch
     evenly across ``jax.local_devices()`` when there is more than one (see
     :func:`use_cpu_cores`); ``None`` keeps it on one device; a sequence names the devices.
+    A batch is split only when every device gets at least ``chunk_size`` samples: moving
+    the inputs of a CPU batch onto the other devices costs a few hundred µs per call
+    (measured on a 2-core CPU, Panda forward dynamics), which smaller batches do not repay.
     """
     if not isinstance(chunk_size, int) or chunk_size < 1:
         raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}")
@@ -81,7 +84,7 @@ def vmap(
     def batched(*args: Any):
         axes, size = _batch_axes(in_axes, args)
         devs = _batch_devices(devices)
-        if len(devs) < 2 or size < len(devs):
+        if len(devs) < 2 or size < len(devs) * chunk_size:
             return chunked(*args)
         n_dev = len(devs)
         per_device = -(-size // n_dev)

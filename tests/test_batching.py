@@ -48,6 +48,10 @@ fd = lambda m, q, v: sd.forward_dynamics(m, q, v, v)
 one = jax.jit(jax.vmap(fd, in_axes=(None, 0, 0)))(model, q, v)
 split = jax.jit(sd.vmap(fd, in_axes=(None, 0, 0), chunk_size=8))(model, q, v)
 np.testing.assert_allclose(split, one, rtol=1e-12, atol=1e-12)
+assert len(split.sharding.device_set) == 2, split.sharding  # 37 >= 2 devices x chunk 8: split
+small = jax.jit(sd.vmap(fd, in_axes=(None, 0, 0), chunk_size=32))(model, q, v)
+assert len(small.sharding.device_set) == 1, small.sharding  # 37 < 2 x 32: kept on one device
+np.testing.assert_allclose(small, one, rtol=1e-12, atol=1e-12)
 # the gradient with respect to a replicated argument (the model) sums over both devices
 chain = sd.models.pendulum_chain(2)
 qc, vc = q[:, :2], v[:, :2]
