@@ -206,6 +206,24 @@ def inertia_to_parent(r: Array, p: Array, inertia: Array) -> Array:
     return jnp.concatenate([top, bot], axis=-2)
 
 
+def _swap_blocks(m: Array) -> Array:
+    """``[[A, B], [C, D]] → [[D, C], [B, A]]`` on 3×3 blocks (angular-first ↔ linear-first)."""
+    top = jnp.concatenate([m[..., 3:, 3:], m[..., 3:, :3]], axis=-1)
+    bot = jnp.concatenate([m[..., :3, 3:], m[..., :3, :3]], axis=-1)
+    return jnp.concatenate([top, bot], axis=-2)
+
+
+def compliance_to_child(r: Array, p: Array, compliance: Array) -> Array:
+    """``φ* Y φ`` for a symmetric force-to-motion map ``Y`` of the parent (Jain eq. 10.19).
+
+    With the blocks reordered linear-first, ``φ*`` of ``(R, p)`` has the form of ``φ`` for
+    the inverse pose ``(Rᵀ, −Rᵀ p)``, so the product is :func:`inertia_to_parent` of the
+    inverse pose on 3×3 blocks, with no 6×6 products.
+    """
+    ri, pi = inverse_transform(r, p)
+    return _swap_blocks(inertia_to_parent(ri, pi, _swap_blocks(compliance)))
+
+
 def spatial_inertia(mass: Array, com: Array, rot_inertia: Array) -> Array:
     """Spatial inertia about a frame origin, angular first (Jain eq. 2.5).
 

@@ -184,3 +184,17 @@ def test_integrate_and_difference_are_inverse(case):
     model, q, v, _, _ = case
     q1 = sd.integrate(model, q, v, 0.3)
     np.testing.assert_allclose(sd.difference(model, q, q1), 0.3 * v, atol=1e-10)
+
+
+def test_structured_congruences_match_dense_transforms():
+    """``inertia_to_parent`` (φ I φ*) and ``compliance_to_child`` (φ* Y φ) on 3×3 blocks equal
+    the dense products with ``φ*`` from ``motion_transform_matrix`` (Jain eqs. 1.31, 6.12, 10.19)."""
+    rng = np.random.default_rng(4)
+    r = np.stack([np.linalg.qr(rng.normal(size=(3, 3)))[0] for _ in range(5)])
+    p = rng.normal(size=(5, 3))
+    a = rng.normal(size=(5, 6, 6))
+    sym = a + np.swapaxes(a, -1, -2)
+    phi_star = np.asarray(spatial.motion_transform_matrix(r, p))
+    phi = np.swapaxes(phi_star, -1, -2)
+    np.testing.assert_allclose(spatial.inertia_to_parent(r, p, sym), phi @ sym @ phi_star, atol=1e-12)
+    np.testing.assert_allclose(spatial.compliance_to_child(r, p, sym), phi_star @ sym @ phi, atol=1e-12)

@@ -232,7 +232,7 @@ class TaskSweeps(NamedTuple):
     upsilon: jax.Array        # (L, W, 6, 6) Υ(k), body frame
     world_rotation: jax.Array  # (L, W, 3, 3) body rotations in the world
     psi_rows: jax.Array       # (L, W, T, 6, 6) rows of Ψ_t(k)* = B_t* ψ*(k, b_t)
-    phi_rows: jax.Array       # (L, W, T, 6, 6) rows of Φ_t(k)* = B_t* φ*(k, b_t)
+    phi_rows: jax.Array | None  # (L, W, T, 6, 6) rows of Φ_t(k)* = B_t* φ*(k, b_t)
     task_rotation: jax.Array  # (T, 3, 3) world rotation of each task frame
 
 
@@ -248,8 +248,7 @@ def compliance_kernel(model: Model, levels: Levels, abi: ArticulatedLevels) -> t
     def step(parent, x, xk, slices):
         ups_p, rw_p = parent
         r, p = x
-        xm = spatial.motion_transform_matrix(r, p)  # φ*(℘(k), k)
-        ups_plus = spatial.mm(xm, spatial.mm(ups_p, spatial.transpose(xm)))  # φ* Υ φ
+        ups_plus = spatial.compliance_to_child(r, p, ups_p)  # φ*(℘(k), k) Υ φ(℘(k), k)
         out = []
         for s, sl, (h, u, dinv) in zip(levels.subspaces, slices, xk):
             wk = sl.stop - sl.start
@@ -283,8 +282,14 @@ def _task_seeds(model: Model, tasks: Sequence[ResolvedTask], dtype) -> jax.Array
     return seeds.reshape((topo.n_levels, topo.width, n_t, 6, 6))
 
 
-def task_sweeps(model: Model, q: jax.Array, tasks: Sequence[ResolvedTask]) -> TaskSweeps:
-    """Riccati gather, Υ scatter and the Ψ/Φ gathers for ``tasks`` at ``q``."""
+def task_sweeps(
+    model: Model, q: jax.Array, tasks: Sequence[ResolvedTask], with_jacobian: bool = True
+) -> TaskSweeps:
+    """Riccati gather, Υ scatter and the Ψ/Φ gathers for ``tasks`` at ``q``.
+
+    ``with_jacobian=False`` skips the Φ gather (``phi_rows`` is then ``None``): Λ⁻¹ and Λ
+    need only Ψ and Υ.
+    """
     topo = model.topology
     dtype = q.dtype
     levels = prepare(model, q)
@@ -295,10 +300,9 @@ def task_sweeps(model: Model, q: jax.Array, tasks: Sequence[ResolvedTask]) -> Ta
     n_t = len(tasks)
 
     def up(from_children, x, xk, slices):
-        psi_c, phi_c = from_children
+        psi_c, phi_c = from_children if with_jacobian else (from_children, None)
         r, p, seed = x
         psi = seed + psi_c  # rows: each row a body-frame force
-        phi = seed + phi_c
         tb = []
         for s, sl, (h, u, dinv) in zip(levels.subspaces, slices, xk):
             f = psi[sl]
@@ -306,12 +310,17 @@ def task_sweeps(model: Model, q: jax.Array, tasks: Sequence[ResolvedTask]) -> Ta
             tb.append(f - spatial.mv(_expand(u, 2), nu))  # τ̄ f = f − G H f
         tb = jnp.concatenate(tb, axis=0)
         rr, pp = r[:, None, None], p[:, None, None]
+        if not with_jacobian:
+            return spatial.force_to_parent(rr, pp, tb), (psi, ())
+        phi = seed + phi_c
         return (spatial.force_to_parent(rr, pp, tb), spatial.force_to_parent(rr, pp, phi)), ((psi, phi), ())
 
-    zero = (jnp.zeros((n_t, 6, 6), dtype), jnp.zeros((n_t, 6, 6), dtype))
-    (psi_rows, phi_rows), _ = gather(
-        topo, up, zero, (levels.rel_r, levels.rel_p, seeds), tuple(zip(hs, abi.U, abi.D_inv))
+    zero = jnp.zeros((n_t, 6, 6), dtype)
+    rows, _ = gather(
+        topo, up, (zero, zero) if with_jacobian else zero, (levels.rel_r, levels.rel_p, seeds),
+        tuple(zip(hs, abi.U, abi.D_inv)),
     )
+    psi_rows, phi_rows = rows if with_jacobian else (rows, None)
     m = model_params(model, dtype)
     fids = np.array([t.frame for t in tasks], dtype=np.int64)
     bodies = np.array([t.body for t in tasks], dtype=np.int64)
@@ -431,7 +440,7 @@ def operational_space_compliance(model: Model, q, tasks) -> jax.Array:
     (positive semi-definite); singular where the tasks are.
     """
     q, tasks = _prepare_call(model, q, tasks)
-    sw = task_sweeps(model, q, tasks)
+    sw = task_sweeps(model, q, tasks, with_jacobian=False)
     return _compliance_from_sweeps(model, tasks, sw)
 
 
