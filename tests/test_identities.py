@@ -198,3 +198,14 @@ def test_structured_congruences_match_dense_transforms():
     phi = np.swapaxes(phi_star, -1, -2)
     np.testing.assert_allclose(spatial.inertia_to_parent(r, p, sym), phi @ sym @ phi_star, atol=1e-12)
     np.testing.assert_allclose(spatial.compliance_to_child(r, p, sym), phi_star @ sym @ phi, atol=1e-12)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 6])
+def test_spd_inverse_closed_forms(n):
+    """The closed-form small SPD inverses used for ``D⁻¹`` match ``numpy.linalg.inv``, also for
+    blocks of mixed scale (angular vs linear inertia of a free base)."""
+    rng = np.random.default_rng(n)
+    a = rng.normal(size=(4, n, n))
+    scale = np.diag([10.0 ** (i % 3 - 1) for i in range(n)])
+    d = scale @ (a @ np.swapaxes(a, -1, -2) + 0.1 * np.eye(n)) @ scale
+    np.testing.assert_allclose(spatial.spd_inverse(jnp.asarray(d)), np.linalg.inv(d), rtol=1e-9, atol=1e-12)

@@ -72,14 +72,6 @@ class ArticulatedBodyInertias(NamedTuple):
     K: jax.Array
 
 
-def _spd_inverse(d: jax.Array) -> jax.Array:
-    if d.shape[-1] == 1:
-        return 1.0 / d
-    if d.shape[0] == 0:
-        return d
-    return jnp.linalg.inv(0.5 * (d + spatial.transpose(d)))
-
-
 def _riccati_level(subspaces, slices, big_p, h_l, arm_l):
     """One level of the Riccati recursion: ``P⁺`` and, per kernel, ``U = P H*``, ``D``, ``D⁻¹``."""
     p_plus, per_kernel = [], []
@@ -89,7 +81,7 @@ def _riccati_level(subspaces, slices, big_p, h_l, arm_l):
         u = sub.right_times(pk)  # (Wk, 6, nv_k)
         d = sub.transpose_times_cols(u)  # H P H*, (Wk, nv_k, nv_k)
         d = d + arm[..., None] * jnp.eye(d.shape[-1], dtype=d.dtype)
-        dinv = _spd_inverse(d)
+        dinv = spatial.spd_inverse(d)
         pp = pk - spatial.mm(spatial.mm(u, dinv), spatial.transpose(u))
         p_plus.append(0.5 * (pp + spatial.transpose(pp)))
         per_kernel.append((u, d, dinv))
