@@ -112,7 +112,9 @@ def _sodyn_batched(fn, cfg):
 
 def _mjx_batched(fn, cfg, batch: int):
     """``jax.vmap`` of an MJX function, split across the same CPU devices as sodyn, from the same
-    batch size on (``sodyn.vmap`` splits a batch when each device gets a full chunk), without chunks."""
+    batch size on (``sodyn.vmap`` splits a batch when each device gets a full chunk), without chunks.
+    ``sodyn.vmap`` keeps a function that calls LAPACK on one device (see ``sodyn.batching``):
+    MJX's ``forward`` and M⁻¹ factor the mass matrix, so they run on one core."""
     import jax
 
     n_dev = len(jax.local_devices())
@@ -121,6 +123,19 @@ def _mjx_batched(fn, cfg, batch: int):
 
         return sd.vmap(fn, chunk_size=batch // n_dev)
     return jax.vmap(fn)
+
+
+def _cores_used(fn, cfg, B: int, args) -> int:
+    """How many CPU devices ``sodyn.vmap`` gives this call: all of them once each gets a full chunk,
+    unless ``fn`` calls LAPACK (kept on one device, see ``sodyn.batching``); 1 at B = 1."""
+    import jax
+
+    from sodyn.batching import calls_lapack
+
+    n_dev = len(jax.local_devices())
+    if B == 1 or n_dev < 2 or cfg.chunk <= 0 or B < n_dev * cfg.chunk or calls_lapack(fn, 0, *args):
+        return 1
+    return n_dev
 
 
 def _compile_call(batched, fn, B: int, args):
@@ -294,7 +309,8 @@ def run_sodyn_pin(cfg, model_name: str, sink: Sink):
                 prev = tt / B if B >= 64 else None  # B=1 is dominated by dispatch: do not extrapolate
                 note = "jit(vmap) of inv(J M^-1 J^T) from sodyn primitives" if op == "lambda_composed" else ""
                 sink(lib="sodyn", op=op, B=B, dtype=dt_name, per_sample_us=tt / B * 1e6, call_us=tt * 1e6,
-                     compile_s=tc, xla_bytes=mem, reps=reps, note=note, **common)
+                     compile_s=tc, xla_bytes=mem, reps=reps, note=note,
+                     **dict(common, cores_used=_cores_used(fn, cfg, B, (q, v, t))))
                 del compiled
     sink(lib="process", op="-", B=0, dtype="-", maxrss_mb=maxrss_mb(), note="sodyn/pin worker peak RSS",
          loadavg_end=loadavg(), loadavg_start=LOAD0,
@@ -395,7 +411,8 @@ def run_mjx(cfg, model_name: str, sink: Sink):
                 break
             prev = tt / B if B >= 64 else None
             sink(lib="mjx", op=op, B=B, dtype="float32", per_sample_us=tt / B * 1e6, call_us=tt * 1e6,
-                 compile_s=tc, xla_bytes=_mem(compiled), reps=reps, note=notes[op], **common)
+                 compile_s=tc, xla_bytes=_mem(compiled), reps=reps, note=notes[op],
+                 **dict(common, cores_used=_cores_used(fns[op], cfg, B, args)))
     sink(lib="process", op="-", B=0, dtype="-", maxrss_mb=maxrss_mb(), note="mjx worker peak RSS",
          loadavg_end=loadavg(), loadavg_start=LOAD0, **common)
 

@@ -12,6 +12,12 @@ single operations, which these small per-level operations are not).  When JAX se
 local devices, ``sodyn.vmap`` splits the batch evenly across them with ``jax.shard_map``, so a
 CPU batch runs on every core, as Pinocchio's ``abaInParallel`` does with threads.  On CPU the
 devices are made by :func:`use_cpu_cores`, called once before the first JAX computation.
+
+One exception: a function that calls LAPACK (Cholesky, triangular solves, LU, QR, eigen or
+singular value decompositions) is kept on one device.  On XLA:CPU every device runs its
+program on the shared intra-op thread pool, and jaxlib's batched LAPACK kernels wait on that
+pool for helper tasks; with every pool thread running one device's program, they wait for
+ever (seen with jaxlib 0.10.2: MJX's ``forward`` split across two CPU devices never returns).
 """
 
 from __future__ import annotations
@@ -84,7 +90,7 @@ def vmap(
     def batched(*args: Any):
         axes, size = _batch_axes(in_axes, args)
         devs = _batch_devices(devices)
-        if len(devs) < 2 or size < len(devs) * chunk_size:
+        if len(devs) < 2 or size < len(devs) * chunk_size or calls_lapack(fun, in_axes, *args):
             return chunked(*args)
         n_dev = len(devs)
         per_device = -(-size // n_dev)
@@ -97,6 +103,37 @@ def vmap(
         return jax.tree_util.tree_map(lambda y: y[:size], out)
 
     return batched
+
+
+#: Primitives that jaxlib lowers to LAPACK custom calls on CPU.
+LAPACK_PRIMITIVES = frozenset({
+    "cholesky", "triangular_solve", "lu", "qr", "geqrf", "geqp3", "householder_product", "eig", "eigh",
+    "svd", "schur", "hessenberg", "tridiagonal", "tridiagonal_solve",
+})
+
+
+def _jaxpr_primitives(jaxpr) -> set[str]:
+    names = set()
+    for eqn in jaxpr.eqns:
+        names.add(eqn.primitive.name)
+        for param in eqn.params.values():
+            for sub in param if isinstance(param, (list, tuple)) else (param,):
+                inner = getattr(sub, "jaxpr", sub)
+                if hasattr(inner, "eqns"):
+                    names |= _jaxpr_primitives(inner)
+    return names
+
+
+def calls_lapack(fun: Callable, in_axes, *args: Any) -> bool:
+    """Whether ``fun`` on one sample of ``args`` (batched along ``in_axes``) uses a LAPACK-backed
+    primitive (:data:`LAPACK_PRIMITIVES`), found by tracing it to a jaxpr (no computation)."""
+    axes, _ = _batch_axes(in_axes, args)
+
+    def one(x, ax):
+        return jax.ShapeDtypeStruct(x.shape[1:] if ax == 0 else x.shape, x.dtype)
+
+    sample = [jax.tree_util.tree_map(lambda x, ax=ax: one(x, ax), a) for ax, a in zip(axes, args)]
+    return bool(_jaxpr_primitives(jax.make_jaxpr(fun)(*sample).jaxpr) & LAPACK_PRIMITIVES)
 
 
 def _pad(x: jax.Array, size: int) -> jax.Array:

@@ -59,6 +59,17 @@ loss = lambda vm: (lambda m: (vm(m, qc, vc) ** 2).sum())
 g_one = jax.jit(jax.grad(loss(jax.vmap(fd, in_axes=(None, 0, 0)))))(chain).mass
 g_split = jax.jit(jax.grad(loss(sd.vmap(fd, in_axes=(None, 0, 0), chunk_size=8))))(chain).mass
 np.testing.assert_allclose(g_split, g_one, rtol=1e-10)
+# a function calling LAPACK stays on one device (split, jaxlib's batched kernels deadlock on XLA:CPU)
+solve = lambda x: jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(np.eye(3) + jax.numpy.outer(x, x)), x)
+x = jax.random.normal(jax.random.PRNGKey(2), (64, 3))
+kept = jax.jit(sd.vmap(solve, chunk_size=8))(x)
+assert len(kept.sharding.device_set) == 1, kept.sharding
+np.testing.assert_allclose(kept, jax.vmap(solve)(x), rtol=1e-12)
+# the single 6D task's Λ is closed-form (no LAPACK), so it is split
+lam = lambda q: sd.operational_space_inertia(model, q, [model.frame_names[-1]])
+lam_split = jax.jit(sd.vmap(lam, chunk_size=8))(q)
+assert len(lam_split.sharding.device_set) == 2, lam_split.sharding
+np.testing.assert_allclose(lam_split, jax.vmap(lam)(q), rtol=1e-9)
 try:
     sd.use_cpu_cores(3)
 except RuntimeError as e:
@@ -89,3 +100,17 @@ def test_vmap_devices_argument():
     np.testing.assert_allclose(sd.vmap(f, devices=jax.local_devices()[:1])(x), 2.0 * x)
     with pytest.raises(ValueError, match="devices must be"):
         sd.vmap(f, devices="all")(x)
+
+
+def test_calls_lapack_finds_linear_algebra_inside_control_flow():
+    from sodyn.batching import calls_lapack
+
+    x = np.ones((5, 4))
+    spd = lambda y: np.eye(4) + jax.numpy.outer(y, y)  # noqa: E731
+    assert calls_lapack(lambda y: jax.numpy.linalg.cholesky(spd(y)), 0, x)
+    assert calls_lapack(lambda y: jax.lax.map(lambda z: jax.numpy.linalg.solve(spd(z), z), y[None]), 0, x)
+    assert not calls_lapack(lambda y: jax.numpy.sin(y) @ spd(y), 0, x)
+    model = pendulum_chain(3)
+    q = np.zeros((5, 3))
+    assert not calls_lapack(lambda q: sd.forward_dynamics(model, q, q, q), 0, q)
+    assert not calls_lapack(jax.grad(lambda q: sd.forward_dynamics(model, q, q, q).sum()), 0, q)

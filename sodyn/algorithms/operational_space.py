@@ -445,9 +445,13 @@ def operational_space_compliance(model: Model, q, tasks) -> jax.Array:
 
 
 def _regularized_inverse(a: jax.Array, regularization) -> jax.Array:
-    """``(A + λ I)⁻¹`` of a symmetric PSD ``A`` by Cholesky (differentiable)."""
+    """``(A + λ I)⁻¹`` of a symmetric PSD ``A`` (differentiable): closed form for the common sizes
+    1, 3 and 6 (one point or frame task; :func:`sodyn.spatial.spd_inverse`, no LAPACK call, so
+    :func:`sodyn.vmap` may split it across CPU cores), otherwise by Cholesky."""
     lam = jnp.asarray(regularization, a.dtype)
     a = a + lam * jnp.eye(a.shape[0], dtype=a.dtype)
+    if a.shape[0] in (1, 3, 6):
+        return spatial.spd_inverse(a)
     c = jax.scipy.linalg.cho_factor(a, lower=True)
     inv = jax.scipy.linalg.cho_solve(c, jnp.eye(a.shape[0], dtype=a.dtype))
     return 0.5 * (inv + inv.T)
@@ -462,7 +466,8 @@ def operational_space_inertia(model: Model, q, tasks, regularization=0.0) -> jax
     tasks (``rank J < m``), and is differentiable in ``q``, the model and ``λ``.  With
     ``λ = 0`` a singular ``Λ⁻¹`` gives non-finite values.  ``λ`` has the units of a
     compliance (1/kg for point tasks); mixed 6D tasks share one ``λ`` for both rows kinds.
-    The inverse is a Cholesky solve of the ``Λ⁻¹`` of :func:`operational_space_compliance`.
+    The inverse is closed-form for m = 1, 3, 6 and a Cholesky solve otherwise, of the ``Λ⁻¹`` of
+    :func:`operational_space_compliance`.
     """
     return _regularized_inverse(operational_space_compliance(model, q, tasks), regularization)
 
