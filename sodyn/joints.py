@@ -134,19 +134,20 @@ def joint_transform(kernel: str, q: Array, axis: Array | None = None, rot=None, 
     ``trans`` (the coefficients ``ρ``, ``τ`` of the module docstring).
     """
     if kernel == "hinge":
-        theta = q[..., 0]
+        theta = jnp.squeeze(q, -1)
         r = spatial.axis_angle_to_rotation(axis, rot * theta)
         return r, (trans * theta)[..., None] * axis
     if kernel == "spherical":
         r = spatial.quat_to_rotation(q)
         return r, jnp.zeros(q.shape[:-1] + (3,), q.dtype)
     if kernel == "free":
-        return spatial.quat_to_rotation(q[..., 3:7]), q[..., :3]
+        p, quat = jnp.split(q, [3], axis=-1)
+        return spatial.quat_to_rotation(quat), p
     if kernel == "planar":
+        x, y, theta = spatial.unstack(q)
         ez = jnp.array([0.0, 0.0, 1.0], dtype=q.dtype)
-        r = spatial.axis_angle_to_rotation(ez, q[..., 2])
-        p = jnp.stack([q[..., 0], q[..., 1], jnp.zeros_like(q[..., 0])], axis=-1)
-        return r, p
+        r = spatial.axis_angle_to_rotation(ez, theta)
+        return r, jnp.stack([x, y, jnp.zeros_like(x)], axis=-1)
     raise ValueError(f"unknown joint kernel {kernel!r}")
 
 

@@ -23,6 +23,36 @@ import jax.numpy as jnp
 from jax import Array
 
 # ---------------------------------------------------------------------------
+# components (split, not slice: see ``unstack``)
+# ---------------------------------------------------------------------------
+
+
+def unstack(x: Array, axis: int = -1) -> tuple[Array, ...]:
+    """The components of ``x`` along a small ``axis``, that axis removed.
+
+    Written with one ``split`` rather than one slice per component: in reverse mode a
+    slice transposes to a zero-padded full-size array (one per component, then summed),
+    a split to a single ``concatenate``.  This is what keeps gradients of the recursions
+    within a small factor of the recursions themselves.
+    """
+    return tuple(jnp.squeeze(c, axis) for c in jnp.split(x, x.shape[axis], axis=axis))
+
+
+def halves(x: Array, axis: int = -1) -> tuple[Array, Array]:
+    """The angular and linear halves ``[ω; v]`` (or 3×3 block rows/columns) along ``axis``."""
+    a, b = jnp.split(x, 2, axis=axis)
+    return a, b
+
+
+def blocks(m: Array) -> tuple[Array, Array, Array, Array]:
+    """The 3×3 blocks ``A, B, C, D`` of ``[[A, B], [C, D]]`` (6×6 on the last two axes)."""
+    top, bot = halves(m, -2)
+    a, b = halves(top, -1)
+    c, d = halves(bot, -1)
+    return a, b, c, d
+
+
+# ---------------------------------------------------------------------------
 # small-matrix products (multiply-add, no dot_general)
 # ---------------------------------------------------------------------------
 
@@ -33,41 +63,46 @@ def mm(a: Array, b: Array) -> Array:
     Written as a sum of broadcast outer products, not as a reduction: XLA:CPU runs this
     several times faster than ``matmul`` or a ``sum`` over a broadcast product.
     """
-    out = a[..., :, 0, None] * b[..., None, 0, :]
-    for k in range(1, a.shape[-1]):
-        out = out + a[..., :, k, None] * b[..., None, k, :]
+    cols, rows = unstack(a, -1), unstack(b, -2)
+    out = cols[0][..., :, None] * rows[0][..., None, :]
+    for c, r in zip(cols[1:], rows[1:]):
+        out = out + c[..., :, None] * r[..., None, :]
     return out
 
 
 def mv(a: Array, x: Array) -> Array:
     """Matrix-vector product ``a @ x`` of small matrices (unrolled, see :func:`mm`)."""
-    out = a[..., :, 0] * x[..., 0, None]
-    for k in range(1, a.shape[-1]):
-        out = out + a[..., :, k] * x[..., k, None]
+    cols, xs = unstack(a, -1), unstack(x, -1)
+    out = cols[0] * xs[0][..., None]
+    for c, xk in zip(cols[1:], xs[1:]):
+        out = out + c * xk[..., None]
     return out
 
 
 def mtv(a: Array, x: Array) -> Array:
     """Transposed matrix-vector product ``aᵀ @ x`` (unrolled)."""
-    out = a[..., 0, :] * x[..., 0, None]
-    for k in range(1, a.shape[-2]):
-        out = out + a[..., k, :] * x[..., k, None]
+    rows, xs = unstack(a, -2), unstack(x, -1)
+    out = rows[0] * xs[0][..., None]
+    for r, xk in zip(rows[1:], xs[1:]):
+        out = out + r * xk[..., None]
     return out
 
 
 def mtm(a: Array, b: Array) -> Array:
     """``aᵀ @ b`` of small matrices (unrolled)."""
-    out = a[..., 0, :, None] * b[..., 0, None, :]
-    for k in range(1, a.shape[-2]):
-        out = out + a[..., k, :, None] * b[..., k, None, :]
+    ra, rb = unstack(a, -2), unstack(b, -2)
+    out = ra[0][..., :, None] * rb[0][..., None, :]
+    for x, y in zip(ra[1:], rb[1:]):
+        out = out + x[..., :, None] * y[..., None, :]
     return out
 
 
 def dot(a: Array, b: Array) -> Array:
     """Inner product over the last (small) axis, unrolled."""
-    out = a[..., 0] * b[..., 0]
-    for k in range(1, a.shape[-1]):
-        out = out + a[..., k] * b[..., k]
+    ca, cb = unstack(a, -1), unstack(b, -1)
+    out = ca[0] * cb[0]
+    for x, y in zip(ca[1:], cb[1:]):
+        out = out + x * y
     return out
 
 
@@ -78,15 +113,15 @@ def transpose(a: Array) -> Array:
 
 def cross(a: Array, b: Array) -> Array:
     """3-vector cross product ``a × b`` on the last axis."""
-    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
-    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
+    a0, a1, a2 = unstack(a)
+    b0, b1, b2 = unstack(b)
     return jnp.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
 
 
 def skew(a: Array) -> Array:
     """The cross-product matrix ``a~`` with ``a~ b = a × b`` (Jain eq. 1.3)."""
-    z = jnp.zeros_like(a[..., 0])
-    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
+    a0, a1, a2 = unstack(a)
+    z = jnp.zeros_like(a0)
     return jnp.stack(
         [
             jnp.stack([z, -a2, a1], axis=-1),
@@ -111,15 +146,15 @@ def safe_norm(x: Array, axis: int = -1) -> Array:
 
 def motion_cross(v: Array, m: Array) -> Array:
     """Spatial motion cross product ``v ×ₘ m`` (Jain's ``Ṽ m``, eq. 1.23)."""
-    w, u = v[..., :3], v[..., 3:]
-    mw, mu = m[..., :3], m[..., 3:]
+    w, u = halves(v)
+    mw, mu = halves(m)
     return jnp.concatenate([cross(w, mw), cross(w, mu) + cross(u, mw)], axis=-1)
 
 
 def force_cross(v: Array, f: Array) -> Array:
     """Spatial force cross product ``v ×f f = -(v ×ₘ)ᵀ f`` (Jain's ``V̄ f``, eq. 1.26)."""
-    w, u = v[..., :3], v[..., 3:]
-    n, fl = f[..., :3], f[..., 3:]
+    w, u = halves(v)
+    n, fl = halves(f)
     return jnp.concatenate([cross(w, n) + cross(u, fl), cross(w, fl)], axis=-1)
 
 
@@ -144,14 +179,14 @@ def motion_to_child(r: Array, p: Array, m: Array) -> Array:
 
     ``ω_c = Rᵀ ω_p`` and ``v_c = Rᵀ (v_p + ω_p × p)`` (Jain eq. 1.32).
     """
-    w, u = m[..., :3], m[..., 3:]
+    w, u = halves(m)
     return jnp.concatenate([mtv(r, w), mtv(r, u + cross(w, p))], axis=-1)
 
 
 def motion_to_parent(r: Array, p: Array, m: Array) -> Array:
     """Inverse of :func:`motion_to_child`: child motion expressed in the parent frame."""
-    w = mv(r, m[..., :3])
-    u = mv(r, m[..., 3:])
+    w, u = halves(m)
+    w, u = mv(r, w), mv(r, u)
     return jnp.concatenate([w, u - cross(w, p)], axis=-1)
 
 
@@ -160,13 +195,14 @@ def force_to_parent(r: Array, p: Array, f: Array) -> Array:
 
     ``f_p = R f_c`` and ``n_p = R n_c + p × f_p``.
     """
-    fl = mv(r, f[..., 3:])
-    return jnp.concatenate([mv(r, f[..., :3]) + cross(p, fl), fl], axis=-1)
+    n, fl = halves(f)
+    fl = mv(r, fl)
+    return jnp.concatenate([mv(r, n) + cross(p, fl), fl], axis=-1)
 
 
 def force_to_child(r: Array, p: Array, f: Array) -> Array:
     """Inverse of :func:`force_to_parent`."""
-    n, fl = f[..., :3], f[..., 3:]
+    n, fl = halves(f)
     return jnp.concatenate([mtv(r, n - cross(p, fl)), mtv(r, fl)], axis=-1)
 
 
@@ -196,9 +232,10 @@ def inertia_to_parent(r: Array, p: Array, inertia: Array) -> Array:
     computed on 3×3 blocks (any symmetric ``I``, not only rigid-body inertias).
     """
     rt = transpose(r)
-    a = mm(r, mm(inertia[..., :3, :3], rt))
-    b = mm(r, mm(inertia[..., :3, 3:], rt))
-    c = mm(r, mm(inertia[..., 3:, 3:], rt))
+    a0, b0, _, c0 = blocks(inertia)
+    a = mm(r, mm(a0, rt))
+    b = mm(r, mm(b0, rt))
+    c = mm(r, mm(c0, rt))
     b_p = b + _skew_times(p, c)
     a_p = a + _skew_times(p, transpose(b)) + transpose(_skew_times(p, transpose(b_p)))
     top = jnp.concatenate([a_p, b_p], axis=-1)
@@ -208,8 +245,9 @@ def inertia_to_parent(r: Array, p: Array, inertia: Array) -> Array:
 
 def _swap_blocks(m: Array) -> Array:
     """``[[A, B], [C, D]] → [[D, C], [B, A]]`` on 3×3 blocks (angular-first ↔ linear-first)."""
-    top = jnp.concatenate([m[..., 3:, 3:], m[..., 3:, :3]], axis=-1)
-    bot = jnp.concatenate([m[..., :3, 3:], m[..., :3, :3]], axis=-1)
+    a, b, c, d = blocks(m)
+    top = jnp.concatenate([d, c], axis=-1)
+    bot = jnp.concatenate([b, a], axis=-1)
     return jnp.concatenate([top, bot], axis=-2)
 
 
@@ -241,16 +279,17 @@ def spatial_inertia(mass: Array, com: Array, rot_inertia: Array) -> Array:
 
 def inverse_3x3(a: Array) -> Array:
     """Inverse of 3×3 matrices by the adjugate, ``a⁻¹ = adj(a) / det(a)`` (elementwise, no LU)."""
-    c00 = a[..., 1, 1] * a[..., 2, 2] - a[..., 1, 2] * a[..., 2, 1]
-    c01 = a[..., 1, 2] * a[..., 2, 0] - a[..., 1, 0] * a[..., 2, 2]
-    c02 = a[..., 1, 0] * a[..., 2, 1] - a[..., 1, 1] * a[..., 2, 0]
-    c10 = a[..., 0, 2] * a[..., 2, 1] - a[..., 0, 1] * a[..., 2, 2]
-    c11 = a[..., 0, 0] * a[..., 2, 2] - a[..., 0, 2] * a[..., 2, 0]
-    c12 = a[..., 0, 1] * a[..., 2, 0] - a[..., 0, 0] * a[..., 2, 1]
-    c20 = a[..., 0, 1] * a[..., 1, 2] - a[..., 0, 2] * a[..., 1, 1]
-    c21 = a[..., 0, 2] * a[..., 1, 0] - a[..., 0, 0] * a[..., 1, 2]
-    c22 = a[..., 0, 0] * a[..., 1, 1] - a[..., 0, 1] * a[..., 1, 0]
-    det = a[..., 0, 0] * c00 + a[..., 0, 1] * c01 + a[..., 0, 2] * c02
+    (a00, a01, a02), (a10, a11, a12), (a20, a21, a22) = (unstack(r) for r in unstack(a, -2))
+    c00 = a11 * a22 - a12 * a21
+    c01 = a12 * a20 - a10 * a22
+    c02 = a10 * a21 - a11 * a20
+    c10 = a02 * a21 - a01 * a22
+    c11 = a00 * a22 - a02 * a20
+    c12 = a01 * a20 - a00 * a21
+    c20 = a01 * a12 - a02 * a11
+    c21 = a02 * a10 - a00 * a12
+    c22 = a00 * a11 - a01 * a10
+    det = a00 * c00 + a01 * c01 + a02 * c02
     rows = [jnp.stack(r, axis=-1) for r in ((c00, c10, c20), (c01, c11, c21), (c02, c12, c22))]
     return jnp.stack(rows, axis=-2) / det[..., None, None]
 
@@ -275,7 +314,7 @@ def spd_inverse(d: Array) -> Array:
     if n == 3:
         return inverse_3x3(d)
     if n == 6:
-        a, b, c = d[..., :3, :3], d[..., :3, 3:], d[..., 3:, 3:]
+        a, b, _, c = blocks(d)
         ai = inverse_3x3(a)
         aib = mm(ai, b)
         s = c - mtm(b, aib)
@@ -305,7 +344,7 @@ def axis_angle_to_rotation(axis: Array, angle: Array) -> Array:
 def quat_to_rotation(q: Array) -> Array:
     """Rotation matrix of a quaternion ``[w, x, y, z]``; normalises ``q`` first."""
     q = q / jnp.sqrt(dot(q, q))[..., None]
-    w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
+    w, x, y, z = unstack(q)
     return jnp.stack(
         [
             jnp.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),

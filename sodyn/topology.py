@@ -39,6 +39,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from sodyn.joints import KERNEL_OF, KERNELS, NQ, NV
+from sodyn.spatial import unstack
 
 PyTree = Any
 
@@ -357,9 +358,10 @@ def _from_parent(onehot: jax.Array, carry: PyTree) -> PyTree:
 
     def pick(x):
         oh = onehot.reshape(onehot.shape + (1,) * (x.ndim - 1)).astype(x.dtype)
-        out = oh[:, 0] * x[0]
-        for p in range(1, x.shape[0]):
-            out = out + oh[:, p] * x[p]
+        xs = unstack(x, 0)
+        out = oh[:, 0] * xs[0]
+        for p in range(1, len(xs)):
+            out = out + oh[:, p] * xs[p]
         return out
 
     return jax.tree_util.tree_map(pick, carry)
@@ -377,41 +379,56 @@ def _to_parent(onehot: jax.Array, values: PyTree) -> PyTree:
 
     def put(x):
         oh = onehot.reshape(onehot.shape + (1,) * (x.ndim - 1)).astype(x.dtype)
-        out = oh[0] * x[0]
-        for c in range(1, x.shape[0]):
-            out = out + oh[c] * x[c]
+        xs = unstack(x, 0)
+        out = oh[0] * xs[0]
+        for c in range(1, len(xs)):
+            out = out + oh[c] * xs[c]
         return out
 
     return jax.tree_util.tree_map(put, values)
 
 
+def _split_levels(topo: Topology, x: jax.Array) -> list[jax.Array]:
+    """``x`` ``(L, ...)`` cut into the segments' level ranges (one ``split``: it transposes to a
+    ``concatenate``, where per-segment slices would transpose to full-size padded arrays)."""
+    segs = topo.segments
+    if len(segs) == 1:
+        return [x]
+    return jnp.split(x, [s.start for s in segs[1:]], axis=0)
+
+
 def _slot_take(seg: Segment, x: jax.Array) -> jax.Array:
-    """The segment's levels and slots of a slot-layout array ``(L, W, ...)`` (``(L,)``: levels only)."""
-    x = x[seg.start:seg.stop]
+    """The segment's slots of its slot-layout levels ``(L_s, W, ...)`` (``(L_s,)``: as is)."""
     if x.ndim < 2 or x.shape[1] == len(seg.slots) and seg.slots == tuple(range(len(seg.slots))):
         return x
-    pieces, a = [], seg.slots[0]
+    runs, a = [], seg.slots[0]
     for prev, cur in zip(seg.slots, seg.slots[1:] + (None,)):
         if cur != prev + 1:
-            pieces.append(x[:, a:prev + 1])
+            runs.append((a, prev + 1))
             a = cur
-    return pieces[0] if len(pieces) == 1 else jnp.concatenate(pieces, axis=1)
+    cuts = sorted({c for r in runs for c in r} - {0, x.shape[1]})
+    pieces = jnp.split(x, cuts, axis=1)
+    starts = [0] + cuts
+    taken = [pieces[starts.index(a)] for a, _ in runs]
+    return taken[0] if len(taken) == 1 else jnp.concatenate(taken, axis=1)
 
 
 def _kernel_take(seg: Segment, k: int, x: jax.Array) -> jax.Array:
-    """The segment's levels and slots of a per-kernel array ``(L, W_k, ...)`` (``(L,)``: levels only)."""
-    x = x[seg.start:seg.stop]
-    return x if x.ndim < 2 else x[:, :seg.kernel_width[k]]
+    """The segment's slots of its per-kernel levels ``(L_s, W_k, ...)`` (``(L_s,)``: as is)."""
+    w = seg.kernel_width[k]
+    if x.ndim < 2 or x.shape[1] == w:
+        return x
+    return jnp.split(x, [w], axis=1)[0]
 
 
 def _slot_put(topo: Topology, seg: Segment, y: jax.Array) -> jax.Array:
     """A segment's ``(L_s, W_s, ...)`` output in the global ``(L_s, W, ...)`` slots, zero elsewhere."""
     if len(seg.slots) == topo.width:
         return y
-    pieces, local = [], 0
-    for (_, s0, s1), w in zip(topo.kernel_slots, seg.kernel_width):
-        pieces.append(y[:, local:local + w])
-        local += w
+    parts = jnp.split(y, np.cumsum(seg.kernel_width)[:-1].tolist(), axis=1)
+    pieces = []
+    for (_, s0, s1), w, part in zip(topo.kernel_slots, seg.kernel_width, parts):
+        pieces.append(part)
         if s1 - s0 > w:
             pieces.append(jnp.zeros((y.shape[0], s1 - s0 - w) + y.shape[2:], y.dtype))
     return jnp.concatenate(pieces, axis=1)
@@ -430,11 +447,12 @@ def _cross_down(cross: np.ndarray, carry: PyTree) -> PyTree:
 
     def pick(x):
         out = None
+        xs = unstack(x, 0)
         for p in range(x.shape[0]):
             col = cross[:, p]
             if not col.any():
                 continue
-            term = jnp.asarray(col, x.dtype).reshape((-1,) + (1,) * (x.ndim - 1)) * x[p]
+            term = jnp.asarray(col, x.dtype).reshape((-1,) + (1,) * (x.ndim - 1)) * xs[p]
             out = term if out is None else out + term
         return jnp.zeros((cross.shape[0],) + x.shape[1:], x.dtype) if out is None else out
 
@@ -446,23 +464,39 @@ def _cross_up(cross: np.ndarray, values: PyTree) -> PyTree:
 
     def put(x):
         out = None
+        xs = unstack(x, 0)
         for c in range(x.shape[0]):
             row = cross[c]
             if not row.any():
                 continue
-            term = jnp.asarray(row, x.dtype).reshape((-1,) + (1,) * (x.ndim - 1)) * x[c]
+            term = jnp.asarray(row, x.dtype).reshape((-1,) + (1,) * (x.ndim - 1)) * xs[c]
             out = term if out is None else out + term
         return jnp.zeros((cross.shape[1],) + x.shape[1:], x.dtype) if out is None else out
 
     return jax.tree_util.tree_map(put, values)
 
 
-def _segment_inputs(seg: Segment, xs: PyTree, kernel_xs) -> tuple[PyTree, Any]:
-    x = jax.tree_util.tree_map(lambda a: _slot_take(seg, a), xs)
-    if kernel_xs is None:
-        return x, None
-    xk = tuple(jax.tree_util.tree_map(lambda a, k=k: _kernel_take(seg, k, a), kx) for k, kx in enumerate(kernel_xs))
-    return x, xk
+def _segment_inputs(topo: Topology, xs: PyTree, kernel_xs) -> list[tuple[PyTree, Any]]:
+    """Every segment's ``(xs, kernel_xs)``, cut from the global level arrays (each array
+    split once, so its cotangent is assembled by one ``concatenate``)."""
+    x_leaves, x_def = jax.tree_util.tree_flatten(xs)
+    x_parts = [_split_levels(topo, a) for a in x_leaves]
+    k_flat = []
+    if kernel_xs is not None:
+        for kx in kernel_xs:
+            leaves, tdef = jax.tree_util.tree_flatten(kx)
+            k_flat.append((tdef, [_split_levels(topo, a) for a in leaves]))
+    out = []
+    for i, seg in enumerate(topo.segments):
+        x = jax.tree_util.tree_unflatten(x_def, [_slot_take(seg, parts[i]) for parts in x_parts])
+        xk = None
+        if kernel_xs is not None:
+            xk = tuple(
+                jax.tree_util.tree_unflatten(tdef, [_kernel_take(seg, k, parts[i]) for parts in leaf_parts])
+                for k, (tdef, leaf_parts) in enumerate(k_flat)
+            )
+        out.append((x, xk))
+    return out
 
 
 def _assemble(topo: Topology, outs: list, kernel_aware: bool) -> PyTree:
@@ -526,7 +560,7 @@ def scatter(
     kernel_aware = kernel_xs is not None
     carry = None
     outs = []
-    for seg in topo.segments:
+    for seg, (x, xk) in zip(topo.segments, _segment_inputs(topo, xs, kernel_xs)):
         if carry is None:
             init = _broadcast_slots(root_parent, seg.width)
         else:
@@ -537,7 +571,6 @@ def scatter(
             oh, x, xk = inp
             return f(_from_parent(oh, c), x, xk)
 
-        x, xk = _segment_inputs(seg, xs, kernel_xs)
         carry, out = _scan(body, init, (seg.onehot, x, xk), reverse=False)
         outs.append(out)
     return _assemble(topo, outs, kernel_aware)
@@ -560,7 +593,8 @@ def gather(
     kernel_aware = kernel_xs is not None
     outs = []
     sent = None
-    for seg in reversed(topo.segments):
+    inputs = _segment_inputs(topo, xs, kernel_xs)
+    for seg, (x, xk) in zip(reversed(topo.segments), reversed(inputs)):
         init = _broadcast_slots(zero, seg.width) if sent is None else sent
         f = _step_fn(step, seg, kernel_aware)
 
@@ -569,7 +603,6 @@ def gather(
             to_parent, out = f(c, x, xk)
             return _to_parent(oh, to_parent), out
 
-        x, xk = _segment_inputs(seg, xs, kernel_xs)
         last, out = _scan(body, init, (seg.onehot, x, xk), reverse=True)
         outs.append(out)
         # ``last`` is the first level's to_parent (identity map); hand it to the segment above.

@@ -37,6 +37,7 @@ from sodyn.algorithms.common import (
     hinge_vectors_by_level,
     model_params,
     prepare,
+    split_slots,
 )
 from sodyn.algorithms.inverse_dynamics import inverse_dynamics
 from sodyn.algorithms.kinematics import velocities_and_accelerations_levels
@@ -75,9 +76,8 @@ class ArticulatedBodyInertias(NamedTuple):
 def _riccati_level(subspaces, slices, big_p, h_l, arm_l):
     """One level of the Riccati recursion: ``P⁺`` and, per kernel, ``U = P H*``, ``D``, ``D⁻¹``."""
     p_plus, per_kernel = [], []
-    for s, sl, h, arm in zip(subspaces, slices, h_l, arm_l):
+    for s, sl, h, arm, pk in zip(subspaces, slices, h_l, arm_l, split_slots(big_p, slices)):
         sub = s.at_level(h, sl)
-        pk = big_p[sl]
         u = sub.right_times(pk)  # (Wk, 6, nv_k)
         d = sub.transpose_times_cols(u)  # H P H*, (Wk, nv_k, nv_k)
         d = d + arm[..., None] * jnp.eye(d.shape[-1], dtype=d.dtype)
@@ -91,8 +91,7 @@ def _riccati_level(subspaces, slices, big_p, h_l, arm_l):
 def _innovation_level(subspaces, slices, z, h_l, t_l, u_l, dinv_l):
     """One level of the innovations recursion: ``ν = D⁻¹(T − H z)`` and ``z⁺ = z + U ν``."""
     z_plus, nus = [], []
-    for s, sl, h, t, u, dinv in zip(subspaces, slices, h_l, t_l, u_l, dinv_l):
-        zk = z[sl]
+    for s, sl, h, t, u, dinv, zk in zip(subspaces, slices, h_l, t_l, u_l, dinv_l, split_slots(z, slices)):
         nu = spatial.mv(dinv, t - s.at_level(h, sl).transpose_times(zk))
         z_plus.append(zk + spatial.mv(u, nu))
         nus.append(nu)
@@ -134,8 +133,8 @@ def _accelerations(model, levels, coriolis, nus, us, dinvs, root_acceleration) -
         r, p, cor = x
         a_plus = spatial.motion_to_child(r, p, parent_acc)
         qdd, motion = [], []
-        for s, sl, (h, nu, u, dinv) in zip(levels.subspaces, slices, xk):
-            qk = nu - spatial.mv(dinv, spatial.mtv(u, a_plus[sl]))
+        for s, sl, (h, nu, u, dinv), ak in zip(levels.subspaces, slices, xk, split_slots(a_plus, slices)):
+            qk = nu - spatial.mv(dinv, spatial.mtv(u, ak))
             qdd.append(qk)
             motion.append(s.at_level(h, sl).times(qk))
         acc = a_plus + jnp.concatenate(motion, axis=0) + cor
