@@ -32,8 +32,8 @@ def unstack(x: Array, axis: int = -1) -> tuple[Array, ...]:
 
     Written with one ``split`` rather than one slice per component: in reverse mode a
     slice transposes to a zero-padded full-size array (one per component, then summed),
-    a split to a single ``concatenate``.  This is what keeps gradients of the recursions
-    within a small factor of the recursions themselves.
+    a split to a single ``concatenate``, so the gradients of the recursions do not write a
+    full-size array per component.
     """
     return tuple(jnp.squeeze(c, axis) for c in jnp.split(x, x.shape[axis], axis=axis))
 
