@@ -397,6 +397,22 @@ def _split_levels(topo: Topology, x: jax.Array) -> list[jax.Array]:
     return jnp.split(x, [s.start for s in segs[1:]], axis=0)
 
 
+def split_slots(x: jax.Array, slices, axis: int = 0) -> list[jax.Array]:
+    """``[x[sl] for sl in slices]`` for disjoint slot ranges along ``axis``, by one ``split``.
+
+    A slice transposes to a zero-padded full-size array; a split to one ``concatenate``, so
+    reverse-mode sweeps do not pay a full-width write per kernel.
+    """
+    bounds = [(sl.start, sl.stop) for sl in slices]
+    n = x.shape[axis]
+    if len(bounds) == 1 and bounds[0] == (0, n):
+        return [x]
+    cuts = sorted({c for b in bounds for c in b} - {0, n})
+    pieces = dict(zip([0] + cuts, jnp.split(x, cuts, axis=axis)))
+    empty = jnp.zeros(x.shape[:axis % x.ndim] + (0,) + x.shape[axis % x.ndim + 1:], x.dtype)
+    return [pieces[a] if b > a else empty for a, b in bounds]
+
+
 def _slot_take(seg: Segment, x: jax.Array) -> jax.Array:
     """The segment's slots of its slot-layout levels ``(L_s, W, ...)`` (``(L_s,)``: as is)."""
     if x.ndim < 2 or x.shape[1] == len(seg.slots) and seg.slots == tuple(range(len(seg.slots))):
@@ -404,12 +420,9 @@ def _slot_take(seg: Segment, x: jax.Array) -> jax.Array:
     runs, a = [], seg.slots[0]
     for prev, cur in zip(seg.slots, seg.slots[1:] + (None,)):
         if cur != prev + 1:
-            runs.append((a, prev + 1))
+            runs.append(slice(a, prev + 1))
             a = cur
-    cuts = sorted({c for r in runs for c in r} - {0, x.shape[1]})
-    pieces = jnp.split(x, cuts, axis=1)
-    starts = [0] + cuts
-    taken = [pieces[starts.index(a)] for a, _ in runs]
+    taken = split_slots(x, runs, axis=1)
     return taken[0] if len(taken) == 1 else jnp.concatenate(taken, axis=1)
 
 

@@ -9,11 +9,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jax.extend.core import jaxprs_in_params
 
 import sodyn as sd
 from sodyn import spatial
 from sodyn.algorithms.common import prepare
+from sodyn.batching import _jaxpr_primitives
 from sodyn.models import random_tree
 from sodyn.topology import from_levels
 
@@ -212,15 +212,6 @@ def test_spd_inverse_closed_forms(n):
     np.testing.assert_allclose(spatial.spd_inverse(jnp.asarray(d)), np.linalg.inv(d), rtol=1e-9, atol=1e-12)
 
 
-def _primitives(jaxpr) -> set[str]:
-    names = set()
-    for eqn in jaxpr.eqns:
-        names.add(eqn.primitive.name)
-        for sub in jaxprs_in_params(eqn.params):
-            names |= _primitives(sub)
-    return names
-
-
 def test_reverse_mode_of_sweeps_has_no_padded_slices():
     """Components are taken with ``split`` (transpose: one ``concatenate``), not slices (transpose:
     one zero-padded full-size array per component): the VJPs of inverse and forward dynamics
@@ -237,7 +228,7 @@ def test_reverse_mode_of_sweeps_has_no_padded_slices():
 
     for f in (loss, loss_fd):
         jaxpr = jax.make_jaxpr(jax.grad(f, argnums=(0, 1)))(q, v).jaxpr
-        assert "pad" not in _primitives(jaxpr)
+        assert "pad" not in _jaxpr_primitives(jaxpr)
     g = jax.grad(loss, argnums=1)(q, v)
     e = jnp.eye(model.nv)[0]
     fd = (loss(q, v + 1e-6 * e) - loss(q, v - 1e-6 * e)) / 2e-6

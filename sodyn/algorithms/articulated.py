@@ -37,12 +37,11 @@ from sodyn.algorithms.common import (
     hinge_vectors_by_level,
     model_params,
     prepare,
-    split_slots,
 )
 from sodyn.algorithms.inverse_dynamics import inverse_dynamics
 from sodyn.algorithms.kinematics import velocities_and_accelerations_levels
 from sodyn.model import Model
-from sodyn.topology import dofs_from_levels, dofs_to_levels, from_levels, gather, scatter, to_levels
+from sodyn.topology import dofs_from_levels, dofs_to_levels, from_levels, gather, scatter, split_slots, to_levels
 
 
 class ArticulatedLevels(NamedTuple):

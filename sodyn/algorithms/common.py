@@ -14,7 +14,7 @@ import jax.numpy as jnp
 
 from sodyn import joints, spatial
 from sodyn.model import Model, hinge_coefficients
-from sodyn.topology import Topology, dofs_to_levels, to_levels
+from sodyn.topology import Topology, dofs_to_levels, split_slots, to_levels
 
 
 def check_vector(model: Model, x, size: int, name: str, dtype=None) -> jax.Array:
@@ -163,22 +163,6 @@ def hinge_vectors_by_level(levels: Levels) -> tuple[jax.Array, ...]:
 def joint_motion(levels: Levels, x_blocks: list[jax.Array]) -> jax.Array:
     """``H* x`` for every body, ``(L, W, 6)``, from per-kernel dof blocks ``x``."""
     return jnp.concatenate([s.times(x) for s, x in zip(levels.subspaces, x_blocks)], axis=1)
-
-
-def split_slots(x: jax.Array, slices, axis: int = 0) -> list[jax.Array]:
-    """``[x[sl] for sl in slices]`` along ``axis`` (the kernels' slot ranges), by one ``split``.
-
-    A slice transposes to a zero-padded full-size array; a split to one ``concatenate``, so
-    reverse-mode sweeps do not pay a full-width write per kernel.
-    """
-    bounds = [(sl.start, sl.stop) for sl in slices]
-    n = x.shape[axis]
-    if len(bounds) == 1 and bounds[0] == (0, n):
-        return [x]
-    cuts = sorted({c for b in bounds for c in b} - {0, n})
-    pieces = dict(zip([0] + cuts, jnp.split(x, cuts, axis=axis)))
-    empty = jnp.zeros(x.shape[:axis % x.ndim] + (0,) + x.shape[axis % x.ndim + 1:], x.dtype)
-    return [pieces[a] if b > a else empty for a, b in bounds]
 
 
 def joint_force(levels: Levels, f: jax.Array) -> list[jax.Array]:
