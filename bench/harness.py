@@ -138,15 +138,17 @@ def _cores_used(fn, cfg, B: int, args) -> int:
     return n_dev
 
 
-def _compile_call(batched, fn, B: int, args):
-    """Compile and return ``(compiled, call_args)``: at B = 1 the single call ``jax.jit(fn)`` on one
-    sample (what a user's control loop runs), otherwise ``jax.jit(batched)`` on the batch."""
+def _compile_call(batched, fn, B: int, args, jit=None):
+    """Compile and return ``(compiled, call_args)``: at B = 1 the single call ``jit(fn)`` on one
+    sample (what a user's control loop runs), otherwise ``jit(batched)`` on the batch.  ``jit``
+    is ``jax.jit`` unless given (sodyn runs under ``sodyn.jit``, its documented entry point)."""
     import jax
 
+    jit = jit or jax.jit
     if B == 1:
         one = tuple(a[0] for a in args)
-        return jax.jit(fn).lower(*one).compile(), one
-    return jax.jit(batched).lower(*args).compile(), args
+        return jit(fn).lower(*one).compile(), one
+    return jit(batched).lower(*args).compile(), args
 
 
 def run_sodyn_pin(cfg, model_name: str, sink: Sink):
@@ -291,7 +293,7 @@ def run_sodyn_pin(cfg, model_name: str, sink: Sink):
                 q, v, t = q64[:B].astype(dt), v64[:B].astype(dt), t64[:B].astype(dt)
                 try:
                     t0 = time.perf_counter()
-                    compiled, call_args = _compile_call(_sodyn_batched(fn, cfg), fn, B, (q, v, t))
+                    compiled, call_args = _compile_call(_sodyn_batched(fn, cfg), fn, B, (q, v, t), sd.jit)
                     tc = time.perf_counter() - t0
                 except NotImplementedError as e:
                     sink(lib="sodyn", op=op, B=B, dtype=dt_name, status="not available",

@@ -75,7 +75,7 @@ def main() -> None:
                 qp[:3] = rng.normal(size=3)
         qs = jnp.stack([q_from_pinocchio(model, qp) for qp in qps])
 
-        fn = jax.jit(jax.vmap(lambda q: sd.operational_space_inertia(model, q, tasks)))
+        fn = sd.jit(jax.vmap(lambda q: sd.operational_space_inertia(model, q, tasks)))
         t0 = time.perf_counter()
         lam = fn(qs).block_until_ready()
         compile_s = time.perf_counter() - t0

@@ -256,11 +256,12 @@ def write(args, jsonl):
                + f". Primary (full plan): `{ix.primary}`; the others run a reduced plan.")
     out.append("")
     out.append("Method: one worker process per (XLA setting, model, library group); within it every library "
-               "runs on the same machine, same inputs, same dtype and batch. sodyn and MJX: "
-               "`jax.jit` of `sodyn.vmap(fn)` (chunks of `--chunk`, split across the CPU devices of `--cores` once each "
+               "runs on the same machine, same inputs, same dtype and batch. sodyn: `sodyn.jit` (`jax.jit` plus "
+               "sodyn's XLA:CPU compile options, which apply to that executable only); MJX: `jax.jit`. Both of "
+               "`sodyn.vmap(fn)` (chunks of `--chunk`, split across the CPU devices of `--cores` once each "
                "gets a full chunk; MJX: `jax.vmap`, split the same way; a function that calls LAPACK, as MJX's `forward` "
                "and M⁻¹ do, stays on one core: split across XLA:CPU devices it deadlocks; `cores_used` in raw.jsonl), "
-               "and at B=1 the single call `jax.jit(fn)` "
+               "and at B=1 the single call `jit(fn)` "
                "on one sample; inputs pre-generated, `block_until_ready`, median of adaptive repeats "
                "(each sample ≥2 ms of calls, ~budget per measurement); compile = trace+lower+compile "
                "(`.lower().compile()`) wall time; XLA MiB = `compiled.memory_analysis()` temp+argument+output. "

@@ -1,7 +1,8 @@
 """sodyn: differentiable rigid-body dynamics in JAX by the spatial operator algebra.
 
 Every public function is a pure function of ``(model, q, ...)`` that works under
-``jax.jit``, ``jax.vmap`` (over states and over model parameters) and ``jax.grad``.
+``jax.jit`` (or :func:`sodyn.jit`, which adds XLA:CPU compile options), ``jax.vmap`` (over
+states and over model parameters) and ``jax.grad``.
 """
 
 from sodyn.algorithms.articulated import (
@@ -57,6 +58,7 @@ from sodyn.io.mjcf import load_mjcf
 from sodyn.io.urdf import load_urdf
 from sodyn.joints import JointSpec
 from sodyn.model import Model, ModelBuilder
+from sodyn.xla_options import jit
 
 __version__ = "0.1.0"
 
@@ -66,7 +68,7 @@ __all__ = [
     "center_of_mass", "composite_inertias", "difference", "forward_dynamics",
     "forward_kinematics", "frame_acceleration", "frame_jacobian", "frame_jacobian_dot_times_v",
     "frame_jacobians", "frame_pose", "frame_velocity", "gravity_forces", "integrate",
-    "inverse_dynamics", "inverse_mass_matrix", "inverse_mass_matrix_times", "kinetic_energy",
+    "inverse_dynamics", "inverse_mass_matrix", "inverse_mass_matrix_times", "jit", "kinetic_energy",
     "load_mjcf", "load_urdf", "log_det_mass_matrix", "mass_matrix", "neutral_configuration",
     "normalize_configuration", "potential_energy", "random_configuration", "use_cpu_cores", "vmap",
     # operational space, impulses, control (issue 4)

@@ -535,9 +535,19 @@ def _broadcast_slots(value: PyTree, width: int) -> PyTree:
 
 
 def _scan(body, init, xs, reverse: bool):
-    """``lax.scan``, or a plain call for a one-level segment (no loop to trace, transpose or compile)."""
+    """``lax.scan``, or a plain call for a one-level segment (no loop to trace, transpose or compile).
+
+    The body is rematerialised in reverse mode (``jax.checkpoint``): the transposed scan
+    recomputes a level's intermediates from its carry and inputs instead of reading them from
+    per-intermediate stacked residuals.  A step's intermediates are many small arrays (one per
+    spatial component), and each stacked residual costs XLA:CPU a zero-filled
+    ``(levels, batch, slots, …)`` buffer and a write per level; recomputing them is cheaper.
+    Measured on ``grad`` of forward dynamics (one core, B = 512, float64, under
+    :func:`sodyn.jit`): 0.72× the time on Talos, 0.6–0.85× on Panda and Solo12.
+    """
     onehot = xs[0]
     if onehot.shape[0] > 1:
+        body = jax.checkpoint(body, prevent_cse=False)
         return jax.lax.scan(body, init, (jnp.asarray(onehot),) + xs[1:], reverse=reverse)
     level = jax.tree_util.tree_map(lambda a: a[0], (jnp.asarray(onehot),) + xs[1:])
     carry, out = body(init, level)
