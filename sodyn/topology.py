@@ -543,7 +543,7 @@ def _scan(body, init, xs, reverse: bool):
     spatial component), and each stacked residual costs XLA:CPU a zero-filled
     ``(levels, batch, slots, …)`` buffer and a write per level; recomputing them is cheaper.
     Measured on ``grad`` of forward dynamics (one core, B = 512, float64, under
-    :func:`sodyn.jit`): 0.72× the time on Talos, 0.6–0.85× on Panda and Solo12.
+    :func:`sodyn.jit`, two runs): 0.72× the time on Talos, 0.55–0.75× on Panda, 0.6–0.85× on Solo12.
     """
     onehot = xs[0]
     if onehot.shape[0] > 1:
