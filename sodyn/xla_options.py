@@ -14,8 +14,8 @@ the time with these options to plain ``jax.jit``): ``grad`` of forward dynamics 
 on Panda, Solo12 and Talos, forward dynamics 0.84–0.94×, ``𝓜⁻¹`` 0.75–0.82×, inverse
 dynamics and ``𝓜`` 0.8–1.0×; in float32 at B = 1024, ``grad`` of forward dynamics
 0.44–0.60×.  Single calls (B = 1) do not change.  The options are compile options of one
-executable, so unlike ``XLA_FLAGS`` they leave the rest of the process alone; they are
-XLA:CPU debug options, ignored by the GPU compiler.
+executable, so unlike ``XLA_FLAGS`` they leave the rest of the process alone.  Both name
+XLA:CPU passes only.
 """
 
 from __future__ import annotations
