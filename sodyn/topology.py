@@ -428,17 +428,16 @@ def _slot_take(seg: Segment, x: jax.Array) -> jax.Array:
 
 def _kernel_take(seg: Segment, k: int, x: jax.Array) -> jax.Array:
     """The segment's slots of its per-kernel levels ``(L_s, W_k, ...)`` (``(L_s,)``: as is)."""
-    w = seg.kernel_width[k]
-    if x.ndim < 2 or x.shape[1] == w:
+    if x.ndim < 2:
         return x
-    return jnp.split(x, [w], axis=1)[0]
+    return split_slots(x, [slice(0, seg.kernel_width[k])], axis=1)[0]
 
 
 def _slot_put(topo: Topology, seg: Segment, y: jax.Array) -> jax.Array:
     """A segment's ``(L_s, W_s, ...)`` output in the global ``(L_s, W, ...)`` slots, zero elsewhere."""
     if len(seg.slots) == topo.width:
         return y
-    parts = jnp.split(y, np.cumsum(seg.kernel_width)[:-1].tolist(), axis=1)
+    parts = split_slots(y, seg.kernel_slices, axis=1)
     pieces = []
     for (_, s0, s1), w, part in zip(topo.kernel_slots, seg.kernel_width, parts):
         pieces.append(part)
@@ -460,12 +459,11 @@ def _cross_down(cross: np.ndarray, carry: PyTree) -> PyTree:
 
     def pick(x):
         out = None
-        xs = unstack(x, 0)
-        for p in range(x.shape[0]):
+        for p, xp in enumerate(unstack(x, 0)):
             col = cross[:, p]
             if not col.any():
                 continue
-            term = jnp.asarray(col, x.dtype).reshape((-1,) + (1,) * (x.ndim - 1)) * xs[p]
+            term = jnp.asarray(col, x.dtype).reshape((-1,) + (1,) * (x.ndim - 1)) * xp
             out = term if out is None else out + term
         return jnp.zeros((cross.shape[0],) + x.shape[1:], x.dtype) if out is None else out
 
@@ -477,12 +475,11 @@ def _cross_up(cross: np.ndarray, values: PyTree) -> PyTree:
 
     def put(x):
         out = None
-        xs = unstack(x, 0)
-        for c in range(x.shape[0]):
+        for c, xc in enumerate(unstack(x, 0)):
             row = cross[c]
             if not row.any():
                 continue
-            term = jnp.asarray(row, x.dtype).reshape((-1,) + (1,) * (x.ndim - 1)) * xs[c]
+            term = jnp.asarray(row, x.dtype).reshape((-1,) + (1,) * (x.ndim - 1)) * xc
             out = term if out is None else out + term
         return jnp.zeros((cross.shape[1],) + x.shape[1:], x.dtype) if out is None else out
 
