@@ -141,14 +141,15 @@ def _cores_used(fn, cfg, B: int, args) -> int:
 def _compile_call(batched, fn, B: int, args, jit=None):
     """Compile and return ``(compiled, call_args)``: at B = 1 the single call ``jit(fn)`` on one
     sample (what a user's control loop runs), otherwise ``jit(batched)`` on the batch.  ``jit``
-    is ``jax.jit`` unless given (sodyn runs under ``sodyn.jit``, its documented entry point)."""
+    is ``jax.jit`` unless given: sodyn runs under ``sodyn.jit``, its documented entry point,
+    with ``latency=True`` for the single call."""
     import jax
 
-    jit = jit or jax.jit
     if B == 1:
         one = tuple(a[0] for a in args)
-        return jit(fn).lower(*one).compile(), one
-    return jit(batched).lower(*args).compile(), args
+        single = jax.jit(fn) if jit is None else jit(fn, latency=True)
+        return single.lower(*one).compile(), one
+    return (jit or jax.jit)(batched).lower(*args).compile(), args
 
 
 def run_sodyn_pin(cfg, model_name: str, sink: Sink):

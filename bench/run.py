@@ -132,8 +132,13 @@ class WorkerCfg:
 
 def worker_main(a):
     import harness
+    import jax
 
-    if a.cores != 1:  # before the first JAX computation of the worker
+    # Both before the first JAX computation of the worker.  Single-device calls run on the
+    # calling thread (as README recommends for control loops; it applies to sodyn and MJX
+    # alike, and not to batches split across devices).
+    jax.config.update("jax_cpu_enable_async_dispatch", False)
+    if a.cores != 1:
         import sodyn
 
         a.cores = sodyn.use_cpu_cores(a.cores or None)

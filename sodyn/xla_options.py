@@ -13,9 +13,24 @@ Measured with both jitted functions in one process, one core, float64, B = 512 (
 the time with these options to plain ``jax.jit``): ``grad`` of forward dynamics 0.60–0.64×
 on Panda, Solo12 and Talos, forward dynamics 0.84–0.94×, ``𝓜⁻¹`` 0.75–0.82×, inverse
 dynamics and ``𝓜`` 0.8–1.0×; in float32 at B = 1024, ``grad`` of forward dynamics
-0.44–0.60×.  Single calls (B = 1) do not change.  The options are compile options of one
-executable, so unlike ``XLA_FLAGS`` they leave the rest of the process alone.  Both name
-XLA:CPU passes only.
+0.44–0.60×.  The options are compile options of one executable, so unlike ``XLA_FLAGS``
+they leave the rest of the process alone.  Both name XLA:CPU passes only.
+
+**Single calls** (one sample, a control loop's call) are a different program: a few hundred
+operations on a few hundred bytes each, so each costs less than handing it to another
+thread.  XLA:CPU's default schedule leaves independent operations free to run at once, and
+its runtime spreads them over its thread pool; ``jit(fun, latency=True)`` adds
+:data:`LATENCY_OPTIONS`, the memory-optimised schedule, under which they run one after
+another on the calling thread (seen in a ``jax.profiler`` trace of Panda's forward
+dynamics: 350 of 350 fusions on the calling thread, against 184 of 350 without).  Measured
+in one process, float64, B = 1, two CPU devices, default dispatch (ratio of the time with
+``latency=True`` to without): forward dynamics 0.74× on Panda and 0.92× on Solo12,
+``𝓜⁻¹`` 0.67× and 0.64×, inverse dynamics 1.0× and 0.5×.  It is not the default because
+batched programs do not gain and forward dynamics at B = 4096 ran 1.1–1.16× slower.  With
+``jax.config.update("jax_cpu_enable_async_dispatch", False)`` set at start-up, single-device
+calls also run on the calling thread instead of a dispatch thread (batches split across
+devices by :func:`sodyn.vmap` are not affected); together the two brought Panda's forward
+dynamics from 97 µs to 36 µs per call on the 2-core machine of ``bench/results.md``.
 """
 
 from __future__ import annotations
@@ -31,15 +46,25 @@ COMPILER_OPTIONS: dict[str, Any] = {
     "xla_cpu_use_fusion_emitters": False,
 }
 
+#: The options ``jit(..., latency=True)`` adds on top, for single-sample calls.
+LATENCY_OPTIONS: dict[str, Any] = {
+    "xla_cpu_scheduler_type": "CPU_SCHEDULER_TYPE_MEMORY_OPTIMIZED",
+}
 
-def jit(fun: Callable, **jit_kwargs: Any) -> Callable:
+
+def jit(fun: Callable, *, latency: bool = False, **jit_kwargs: Any) -> Callable:
     """``jax.jit(fun, **jit_kwargs)`` compiled with :data:`COMPILER_OPTIONS`.
 
-    A ``compiler_options`` dictionary in ``jit_kwargs`` is merged over
-    :data:`COMPILER_OPTIONS` (its entries win).  Use it like ``jax.jit``, e.g.
+    ``latency=True`` also adds :data:`LATENCY_OPTIONS`, for functions called on one sample at
+    a time (a control loop), not on a batch: see the module docstring.  A
+    ``compiler_options`` dictionary in ``jit_kwargs`` is merged over both (its entries win).
+    Use it like ``jax.jit``, e.g.
     ``sodyn.jit(sodyn.vmap(lambda q, v, t: sodyn.forward_dynamics(model, q, v, t)))``.
     """
     if not callable(fun):
         raise TypeError(f"sodyn.jit expects a callable, got {type(fun).__name__}")
-    options = {**COMPILER_OPTIONS, **(jit_kwargs.pop("compiler_options", None) or {})}
+    if not isinstance(latency, bool):
+        raise TypeError(f"sodyn.jit: latency must be True or False, got {latency!r}")
+    options = {**COMPILER_OPTIONS, **(LATENCY_OPTIONS if latency else {})}
+    options.update(jit_kwargs.pop("compiler_options", None) or {})
     return jax.jit(fun, compiler_options=options, **jit_kwargs)

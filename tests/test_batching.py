@@ -31,21 +31,30 @@ def test_chunked_vmap_rejects_bad_arguments():
 
 
 def test_sodyn_jit_compiles_with_its_options_and_matches_jax_jit():
-    """``sodyn.jit`` only changes how XLA compiles: values and gradients match ``jax.jit``; its
-    options exist in this jaxlib (XLA rejects an unknown one); user options merge over them."""
+    """``sodyn.jit`` only changes how XLA compiles: values and gradients match ``jax.jit``, with
+    and without ``latency=True``; its options exist in this jaxlib (XLA rejects an unknown
+    option or enum value); user options merge over them."""
     model = pendulum_chain(3)
     q = jax.random.normal(jax.random.PRNGKey(0), (8, 3))
     loss = lambda q: (sd.forward_dynamics(model, q, q, q) ** 2).sum()  # noqa: E731
     batched = jax.vmap(jax.value_and_grad(loss))
     expected = jax.jit(batched)(q)
-    for options in (None, {"xla_cpu_use_fusion_emitters": True}):
-        got = sd.jit(batched, compiler_options=options)(q)
+    variants = ({}, {"compiler_options": {"xla_cpu_use_fusion_emitters": True}}, {"latency": True})
+    for kwargs in variants:
+        got = sd.jit(batched, **kwargs)(q)
         for g, e in zip(got, expected):
             np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-6)
+    single = sd.jit(jax.value_and_grad(loss), latency=True)(q[0])
+    for g, e in zip(single, expected):
+        np.testing.assert_allclose(g, e[0], rtol=1e-5, atol=1e-6)
     scaled = sd.jit(lambda x, k: k * x, static_argnums=1)
     np.testing.assert_allclose(scaled(np.ones(2, np.float32), 3), 3.0)
     with pytest.raises(jax.errors.JaxRuntimeError, match="No such compile option"):
         sd.jit(lambda x: x + 1, compiler_options={"xla_cpu_not_an_option": ""})(np.ones(2))
+    with pytest.raises(jax.errors.JaxRuntimeError, match="not a valid enum value"):
+        sd.jit(lambda x: x + 1, compiler_options={"xla_cpu_scheduler_type": "NO_SUCH_SCHEDULER"})(np.ones(2))
+    with pytest.raises(TypeError, match="latency must be True or False"):
+        sd.jit(lambda x: x + 1, latency="yes")
     with pytest.raises(TypeError, match="callable"):
         sd.jit("forward_dynamics")
 
