@@ -49,7 +49,7 @@ def random_configuration(model: Model, key: jax.Array, scale: float = 1.0) -> ja
     blocks = []
     for (kernel, _, _), k, low, high in zip(topo.kernel_slots, jax.random.split(key, 4), low_blocks, high_blocks):
         k_pos, k_rot = jax.random.split(k)
-        shape = low.shape  # (L, Wk, nq_k)
+        shape = low.shape  # (1, Wk, nq_k)
         if kernel == "hinge":
             blocks.append(jax.random.uniform(k_pos, shape, dtype, low, high))
             continue

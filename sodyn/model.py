@@ -148,7 +148,7 @@ class Model(eqx.Module):
     def __repr__(self) -> str:
         return (
             f"Model({self.name!r}, bodies={self.n_bodies}, nq={self.nq}, nv={self.nv}, "
-            f"levels={self.topology.n_levels}, width={self.topology.width})"
+            f"levels={self.topology.n_levels}, slots={self.topology.width})"
         )
 
 

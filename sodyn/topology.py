@@ -1,12 +1,17 @@
-"""Static tree topology, the level schedule, and the one scatter/gather engine.
+"""Static tree topology, the level schedule, the compact slot layout, and the one
+scatter/gather engine.
 
 The tree is compiled once into NumPy index arrays.  Bodies are grouped by *level* (depth
-below the world); each level holds ``width`` slots, padded with masked dummies.  Inside a
-level the slots are partitioned by joint kernel (free, spherical, planar, hinge; see
-:mod:`sodyn.joints`), each kernel owning the same slot range at every level, so the code for
-a kernel runs on fixed shapes and never pads a hinge to six degrees of freedom.
+below the world), and the levels are cut into a few *segments* (runs of consecutive levels,
+at most :data:`MAX_SEGMENTS`).  Inside a segment every level has the same slots, partitioned
+by joint kernel (free, spherical, planar, hinge; see :mod:`sodyn.joints`), so the code for a
+kernel runs on fixed shapes and never pads a hinge to six degrees of freedom; a level with
+fewer bodies of a kernel than its segment is wide gets masked dummies.  A manipulator whose
+gripper fingers make the last level two wide runs its arm levels one wide; a floating base
+does not carry its free-joint slot through the legs.  The cut is chosen at compile time by a
+small dynamic program over a cost model of the level work (:func:`_choose_segments`).
 
-Every recursion in sodyn is one of two sweeps over levels, each a single ``jax.lax.scan``
+Every recursion in sodyn is one of two sweeps over levels, one ``jax.lax.scan`` per segment
 whose body is traced once, so the program size does not grow with tree depth:
 
 * :func:`scatter` (base → tips, Jain's ``φ*`` sweeps, e.g. eq. 3.19 for velocities): level
@@ -14,17 +19,16 @@ whose body is traced once, so the program size does not grow with tree depth:
 * :func:`gather` (tips → base, Jain's ``φ`` sweeps, e.g. eq. 4.20 for composite inertias):
   level ``ℓ`` adds what its children at level ``ℓ + 1`` sent up.
 
-Inside a level, a parent is reached through a one-hot ``(width, width)`` matrix; with
-``width == 1`` (serial chains) that is elided altogether.
+Inside a level, a parent is reached through a one-hot ``(W_s, W_s)`` matrix; with
+``W_s == 1`` (serial chains) that is elided altogether.  Values cross a segment boundary
+through a one-hot ``(W_s, W_{s-1})`` map applied once, outside the scans.
 
-The sweeps do not run on the padded ``(L, W)`` layout as a whole: the levels are cut into a
-few *segments* (runs of consecutive levels, at most :data:`MAX_SEGMENTS`), each with its own
-width per kernel, and each segment is one ``lax.scan``.  A manipulator whose gripper fingers
-make the last level two wide runs its arm levels one wide; a floating base does not carry its
-free-joint slot through the legs.  The cut is chosen at compile time by a small dynamic
-program over a cost model of the level work (:func:`_choose_segments`).  Values cross a
-segment boundary through a one-hot ``(W_s, W_{s-1})`` map applied once, outside the scans.
-Outside the sweeps every quantity keeps the padded ``(L, W)`` layout.
+Everything outside the sweeps (joint transforms, inertias, bias forces, the products that
+need no parent) runs on the *compact slot layout* ``(1, W, ...)`` (:class:`Topology`): the
+segments' slots side by side, kernel by kernel, with no slot for levels a segment does not
+have.  A segment's scan inputs are reshapes of contiguous pieces of it, and its outputs are
+put back the same way.  Panda has 9 slots for 9 bodies (16 in a padded ``levels × widest
+level`` layout), Solo12 13 for 13 (20), Talos 53 for 45 (108).
 """
 
 from __future__ import annotations
@@ -59,10 +63,11 @@ _SEGMENT_COST = 60.0
 class Segment:
     """A run of levels ``[start, stop)`` swept by one ``lax.scan`` with its own slot layout.
 
-    ``slots`` are the global slots (of the padded ``(L, W)`` layout) this segment uses, in
-    order: for each kernel, a prefix of the kernel's global range of ``kernel_width[k]``
-    slots.  ``onehot[i, c, p] = 1`` if local slot ``c`` at level ``start + i`` has its parent
-    in local slot ``p`` of the level above; the first level's map is the identity (its
+    Inside the scan a level has ``width`` local slots: for each kernel (``topo.kernel_slots``
+    order) ``kernel_width[k]`` of them.  The segment's slots of kernel ``k`` are stored in the
+    compact layout at ``kernel_offset[k] : kernel_offset[k] + (stop − start) · kernel_width[k]``,
+    level by level.  ``onehot[i, c, p] = 1`` if local slot ``c`` at level ``start + i`` has its
+    parent in local slot ``p`` of the level above; the first level's map is the identity (its
     parents' values are brought in before the scan, through ``cross``).  ``cross[c, p] = 1``
     if local slot ``c`` of this segment's first level has its parent in local slot ``p`` of
     the previous segment's last level (``None`` for the first segment).
@@ -70,14 +75,18 @@ class Segment:
 
     start: int
     stop: int
-    slots: tuple[int, ...]
     kernel_width: tuple[int, ...]
+    kernel_offset: tuple[int, ...]
     onehot: np.ndarray
     cross: np.ndarray | None
 
     @property
+    def n_levels(self) -> int:
+        return self.stop - self.start
+
+    @property
     def width(self) -> int:
-        return len(self.slots)
+        return sum(self.kernel_width)
 
     @property
     def kernel_slices(self) -> tuple[slice, ...]:
@@ -95,6 +104,13 @@ class Topology:
 
     Attributes are NumPy arrays or tuples.  ``parent[k] < k`` (``-1`` for the world), and
     body order is depth-first, so ``q``/``v`` follow the source model's joint order.
+
+    Per-body quantities outside the sweeps live in the *compact slot layout* of shape
+    ``layout_shape = (1, width)``: kernel by kernel (``kernel_slots`` gives each kernel's
+    range), then segment by segment, level by level, the segment's slots of that kernel.  A
+    segment's share of an array is thus a reshape of contiguous pieces; padding slots exist
+    only where a level of a segment has fewer bodies of a kernel than the segment's width.
+    The leading axis of length one stands for the levels axis a sweep's inputs have.
     """
 
     parent: np.ndarray            # (n,) int
@@ -103,17 +119,15 @@ class Topology:
     v_start: np.ndarray           # (n,) int
     nq: int
     nv: int
-    # level schedule
-    n_levels: int
-    width: int
-    body_slot: np.ndarray         # (L, W) body index in each slot, n for padding
-    mask: np.ndarray              # (L, W) bool, True for real bodies
-    parent_onehot: np.ndarray     # (L, W, W) float: [l, c, p] = 1 if slot c's parent is slot p
+    n_levels: int                 # depth of the tree (levels of the sweeps)
+    width: int                    # slots of the compact layout
+    body_slot: np.ndarray         # (1, width) body index in each slot, n for padding
+    mask: np.ndarray              # (1, width) bool, True for real bodies
     body_level: np.ndarray        # (n,) level of each body
-    body_flat: np.ndarray         # (n,) flat slot index l * W + s of each body
+    body_flat: np.ndarray         # (n,) compact slot of each body
     kernel_slots: tuple[tuple[str, int, int], ...]  # (kernel, start, stop) slot ranges
-    q_index: tuple[np.ndarray, ...]   # per kernel: (L, Wk, nq_k) into q padded with one entry
-    v_index: tuple[np.ndarray, ...]   # per kernel: (L, Wk, nv_k) into v padded with one entry
+    q_index: tuple[np.ndarray, ...]   # per kernel: (1, Wk, nq_k) into q padded with one entry
+    v_index: tuple[np.ndarray, ...]   # per kernel: (1, Wk, nv_k) into v padded with one entry
     dof_gather: np.ndarray        # (nv,) index into the concatenated per-kernel dof outputs
     q_gather: np.ndarray          # (nq,) index into the concatenated per-kernel q blocks
     kernel_dof_size: tuple[int, ...]
@@ -124,6 +138,11 @@ class Topology:
     @property
     def n_bodies(self) -> int:
         return int(self.parent.shape[0])
+
+    @property
+    def layout_shape(self) -> tuple[int, int]:
+        """Leading shape ``(1, width)`` of per-slot arrays outside the sweeps."""
+        return (1, self.width)
 
     def _key(self) -> bytes:
         h = hashlib.sha1()
@@ -139,45 +158,64 @@ class Topology:
 
 
 def compile_topology(parent: np.ndarray, joint_type: tuple[str, ...]) -> Topology:
-    """Build the level schedule for bodies with ``parent[k] < k`` and movable joints."""
+    """Build the level schedule and compact layout for bodies with ``parent[k] < k``."""
     parent = np.asarray(parent, dtype=np.int64)
     n = parent.shape[0]
+    if n == 0:
+        raise ValueError("a topology needs at least one body")
     kernels = [KERNEL_OF[t] for t in joint_type]
     nq_b = np.array([NQ[k] for k in kernels], dtype=np.int64)
     nv_b = np.array([NV[k] for k in kernels], dtype=np.int64)
-    q_start = np.concatenate([[0], np.cumsum(nq_b)[:-1]]).astype(np.int64) if n else np.zeros(0, np.int64)
-    v_start = np.concatenate([[0], np.cumsum(nv_b)[:-1]]).astype(np.int64) if n else np.zeros(0, np.int64)
+    q_start = np.concatenate([[0], np.cumsum(nq_b)[:-1]]).astype(np.int64)
+    v_start = np.concatenate([[0], np.cumsum(nv_b)[:-1]]).astype(np.int64)
     nq, nv = int(nq_b.sum()), int(nv_b.sum())
 
     level = np.zeros(n, dtype=np.int64)
     for k in range(n):
         level[k] = 0 if parent[k] < 0 else level[parent[k]] + 1
-    n_levels = int(level.max()) + 1 if n else 1
+    n_levels = int(level.max()) + 1
 
-    # Slots: each kernel owns a fixed range, as wide as its widest level.
     present = [kn for kn in KERNELS if kn in kernels]
     kernel_arr = np.array(kernels)
-    kwidth = {kn: max(int(np.sum((level == lv) & (kernel_arr == kn))) for lv in range(n_levels)) for kn in present}
-    kernel_slots, start = [], 0
-    for kn in present:
-        kernel_slots.append((kn, start, start + kwidth[kn]))
-        start += kwidth[kn]
-    width = max(start, 1)
+    counts = np.array(
+        [[int(np.sum((level == lv) & (kernel_arr == kn))) for kn in present] for lv in range(n_levels)],
+        dtype=np.int64,
+    ).reshape(n_levels, len(present))
+    ranges = _choose_segments(counts, present)
+    seg_widths = [tuple(int(x) for x in counts[a:b].max(axis=0)) for a, b in ranges]
 
-    body_slot = np.full((n_levels, width), n, dtype=np.int64)
-    slot_of = np.zeros(n, dtype=np.int64)
-    fill = {(lv, kn): 0 for lv in range(n_levels) for kn in present}
+    # Compact layout: kernel-major, then segment, level, slot within the kernel's group.
+    kernel_slots, seg_offsets, start = [], [[] for _ in ranges], 0
+    for k, kn in enumerate(present):
+        k0 = start
+        for i, ((a, b), kw) in enumerate(zip(ranges, seg_widths)):
+            seg_offsets[i].append(start)
+            start += (b - a) * kw[k]
+        kernel_slots.append((kn, k0, start))
+    width = start
+
+    # Each body's slot: its rank among same-kernel bodies of its level (in body order).
+    seg_of_level = np.zeros(n_levels, dtype=np.int64)
+    for i, (a, b) in enumerate(ranges):
+        seg_of_level[a:b] = i
+    rank = np.zeros(n, dtype=np.int64)
+    fill: dict[tuple[int, str], int] = {}
     for k in range(n):
-        kn, lv = kernels[k], level[k]
-        s = dict((a, b) for a, b, _ in kernel_slots)[kn] + fill[(lv, kn)]
-        fill[(lv, kn)] += 1
-        body_slot[lv, s] = k
-        slot_of[k] = s
+        key = (int(level[k]), kernels[k])
+        rank[k] = fill.get(key, 0)
+        fill[key] = rank[k] + 1
+    kidx = np.array([present.index(kn) for kn in kernels], dtype=np.int64)
+    body_flat = np.zeros(n, dtype=np.int64)
+    local_of = np.zeros(n, dtype=np.int64)  # local slot inside the segment's level
+    for k in range(n):
+        i, kk = seg_of_level[level[k]], kidx[k]
+        a = ranges[i][0]
+        kw = seg_widths[i][kk]
+        body_flat[k] = seg_offsets[i][kk] + (level[k] - a) * kw + rank[k]
+        local_of[k] = sum(seg_widths[i][:kk]) + rank[k]
+    body_slot = np.full((1, width), n, dtype=np.int64)
+    body_slot[0, body_flat] = np.arange(n)
     mask = body_slot < n
-    parent_onehot = np.zeros((n_levels, width, width))
-    for k in range(n):
-        if parent[k] >= 0:
-            parent_onehot[level[k], slot_of[k], slot_of[parent[k]]] = 1.0
 
     q_index, v_index, sizes = [], [], []
     dof_gather = np.zeros(nv, dtype=np.int64)
@@ -185,23 +223,20 @@ def compile_topology(parent: np.ndarray, joint_type: tuple[str, ...]) -> Topolog
     offset = qoffset = 0
     for kn, s0, s1 in kernel_slots:
         wk = s1 - s0
-        qi = np.full((n_levels, wk, NQ[kn]), nq, dtype=np.int64)
-        vi = np.full((n_levels, wk, NV[kn]), nv, dtype=np.int64)
-        for lv in range(n_levels):
-            for s in range(wk):
-                k = body_slot[lv, s0 + s]
-                if k < n:
-                    qi[lv, s] = q_start[k] + np.arange(NQ[kn])
-                    vi[lv, s] = v_start[k] + np.arange(NV[kn])
-                    flat = offset + (lv * wk + s) * NV[kn] + np.arange(NV[kn])
-                    dof_gather[v_start[k] + np.arange(NV[kn])] = flat
-                    qflat = qoffset + (lv * wk + s) * NQ[kn] + np.arange(NQ[kn])
-                    q_gather[q_start[k] + np.arange(NQ[kn])] = qflat
+        qi = np.full((1, wk, NQ[kn]), nq, dtype=np.int64)
+        vi = np.full((1, wk, NV[kn]), nv, dtype=np.int64)
+        for s in range(wk):
+            k = body_slot[0, s0 + s]
+            if k < n:
+                qi[0, s] = q_start[k] + np.arange(NQ[kn])
+                vi[0, s] = v_start[k] + np.arange(NV[kn])
+                dof_gather[v_start[k] + np.arange(NV[kn])] = offset + s * NV[kn] + np.arange(NV[kn])
+                q_gather[q_start[k] + np.arange(NQ[kn])] = qoffset + s * NQ[kn] + np.arange(NQ[kn])
         q_index.append(qi)
         v_index.append(vi)
-        sizes.append(n_levels * wk * NV[kn])
-        offset += n_levels * wk * NV[kn]
-        qoffset += n_levels * wk * NQ[kn]
+        sizes.append(wk * NV[kn])
+        offset += wk * NV[kn]
+        qoffset += wk * NQ[kn]
 
     dof_body = np.repeat(np.arange(n), nv_b)
     support = np.zeros((n, nv), dtype=bool)
@@ -211,18 +246,11 @@ def compile_topology(parent: np.ndarray, joint_type: tuple[str, ...]) -> Topolog
             support[k, v_start[j]: v_start[j] + nv_b[j]] = True
             j = parent[j]
 
-    counts = np.array(
-        [[int(np.sum((level == lv) & (kernel_arr == kn))) for kn, _, _ in kernel_slots] for lv in range(n_levels)],
-        dtype=np.int64,
-    ).reshape(n_levels, len(kernel_slots))
-    segments = _build_segments(
-        parent, level, slot_of, kernel_slots, counts, _choose_segments(counts, [kn for kn, _, _ in kernel_slots])
-    )
-
+    segments = _build_segments(parent, level, local_of, ranges, seg_widths, seg_offsets)
     return Topology(
         parent=parent, joint_type=tuple(joint_type), q_start=q_start, v_start=v_start,
         nq=nq, nv=nv, n_levels=n_levels, width=width, body_slot=body_slot, mask=mask,
-        parent_onehot=parent_onehot, body_level=level, body_flat=level * width + slot_of,
+        body_level=level, body_flat=body_flat,
         kernel_slots=tuple(kernel_slots), q_index=tuple(q_index), v_index=tuple(v_index),
         dof_gather=dof_gather, q_gather=q_gather, kernel_dof_size=tuple(sizes), support=support, dof_body=dof_body,
         segments=segments,
@@ -277,37 +305,23 @@ def _choose_segments(counts: np.ndarray, kernels: list[str]) -> list[tuple[int, 
     return cuts[::-1]
 
 
-def _build_segments(parent, level, slot_of, kernel_slots, counts, ranges) -> tuple[Segment, ...]:
-    """Static index arrays of each segment (see :class:`Segment`)."""
+def _build_segments(parent, level, local_of, ranges, seg_widths, seg_offsets) -> tuple[Segment, ...]:
+    """Static parent maps of each segment (see :class:`Segment`)."""
     n = parent.shape[0]
     segments: list[Segment] = []
-    local_of = np.zeros(n, dtype=np.int64)  # local slot of each body in its segment
-    for start, stop in ranges:
-        kw = tuple(int(x) for x in counts[start:stop].max(axis=0)) if n else (0,) * len(kernel_slots)
-        if sum(kw) == 0:
-            kw = (1,) + kw[1:] if kw else (1,)
-        slots, local_start = [], {}
-        for (_, s0, _), w in zip(kernel_slots, kw):
-            local_start[s0] = len(slots)
-            slots += list(range(s0, s0 + w))
-        if not kernel_slots:
-            slots = [0]
-        width = len(slots)
-        in_seg = [k for k in range(n) if start <= level[k] < stop]
-        for k in in_seg:
-            s0 = max(a for (_, a, _) in kernel_slots if a <= slot_of[k])
-            local_of[k] = local_start[s0] + slot_of[k] - s0
+    for (start, stop), kw, offsets in zip(ranges, seg_widths, seg_offsets):
+        width = sum(kw)
         onehot = np.zeros((stop - start, width, width))
         onehot[0] = np.eye(width)
-        cross = None
-        if segments:
-            cross = np.zeros((width, segments[-1].width))
-        for k in in_seg:
+        cross = None if not segments else np.zeros((width, segments[-1].width))
+        for k in range(n):
+            if not start <= level[k] < stop:
+                continue
             if level[k] > start:
                 onehot[level[k] - start, local_of[k], local_of[parent[k]]] = 1.0
             elif cross is not None:
                 cross[local_of[k], local_of[parent[k]]] = 1.0
-        segments.append(Segment(start, stop, tuple(slots), kw, onehot, cross))
+        segments.append(Segment(start, stop, tuple(kw), tuple(offsets), onehot, cross))
     return tuple(segments)
 
 
@@ -316,34 +330,45 @@ def _build_segments(parent, level, slot_of, kernel_slots, counts, ranges) -> tup
 # ---------------------------------------------------------------------------
 
 
+def _take(x: jax.Array, index: np.ndarray) -> jax.Array:
+    """``x[index]`` for a static integer ``index``; a reshape when ``index`` is ``0, 1, …, len(x) − 1``."""
+    if index.size == x.shape[0] and np.array_equal(index.ravel(), np.arange(index.size)):
+        return x.reshape(index.shape + x.shape[1:])
+    return x[index]
+
+
 def to_levels(topo: Topology, body_values: jax.Array, pad_value: jax.Array) -> jax.Array:
-    """Body-ordered ``(n, ...)`` values → level layout ``(L, W, ...)``; padding gets ``pad_value``."""
+    """Body-ordered ``(n, ...)`` values → compact layout ``(1, W, ...)``; padding gets ``pad_value``."""
+    if topo.width == topo.n_bodies:
+        return _take(body_values, topo.body_slot)
     pad = jnp.broadcast_to(pad_value, (1,) + body_values.shape[1:]).astype(body_values.dtype)
-    ext = jnp.concatenate([body_values, pad])
-    return ext[topo.body_slot]
+    return _take(jnp.concatenate([body_values, pad]), topo.body_slot)
 
 
 def from_levels(topo: Topology, level_values: jax.Array) -> jax.Array:
-    """Level layout ``(L, W, ...)`` → body order ``(n, ...)``."""
-    flat = level_values.reshape((topo.n_levels * topo.width,) + level_values.shape[2:])
-    return flat[topo.body_flat]
+    """Compact layout ``(1, W, ...)`` → body order ``(n, ...)``."""
+    flat = level_values.reshape((topo.width,) + level_values.shape[2:])
+    return _take(flat, topo.body_flat)
 
 
 def dofs_to_levels(topo: Topology, x: jax.Array, pad: float, which: str = "v") -> list[jax.Array]:
-    """Split a ``q`` (``which="q"``) or ``v``-shaped vector into per-kernel ``(L, Wk, n_k)`` blocks."""
-    ext = jnp.concatenate([x, jnp.full((1,), pad, x.dtype)])
+    """Split a ``q`` (``which="q"``) or ``v``-shaped vector into per-kernel ``(1, Wk, n_k)`` blocks."""
     idx = topo.q_index if which == "q" else topo.v_index
-    return [ext[i] for i in idx]
+    if len(idx) == 1 and idx[0].size == x.shape[0]:
+        return [_take(x, idx[0])]
+    ext = jnp.concatenate([x, jnp.full((1,), pad, x.dtype)])
+    return [_take(ext, i) for i in idx]
 
 
 def dofs_from_levels(topo: Topology, blocks: list[jax.Array], which: str = "v") -> jax.Array:
     """Inverse of :func:`dofs_to_levels`: per-kernel blocks → an ``(nv,)`` (or ``(nq,)``) vector.
 
-    Extra trailing axes of the blocks (e.g. ``(L, Wk, nv_k, m)``) are kept.
+    Extra trailing axes of the blocks (e.g. ``(1, Wk, nv_k, m)``) are kept.
     """
     tail = blocks[0].shape[3:]
-    flat = jnp.concatenate([b.reshape((-1,) + tail) for b in blocks])
-    return flat[topo.q_gather if which == "q" else topo.dof_gather]
+    parts = [b.reshape((-1,) + tail) for b in blocks]
+    flat = parts[0] if len(parts) == 1 else jnp.concatenate(parts)
+    return _take(flat, topo.q_gather if which == "q" else topo.dof_gather)
 
 
 # ---------------------------------------------------------------------------
@@ -388,15 +413,6 @@ def _to_parent(onehot: jax.Array, values: PyTree) -> PyTree:
     return jax.tree_util.tree_map(put, values)
 
 
-def _split_levels(topo: Topology, x: jax.Array) -> list[jax.Array]:
-    """``x`` ``(L, ...)`` cut into the segments' level ranges (one ``split``: it transposes to a
-    ``concatenate``, where per-segment slices would transpose to full-size padded arrays)."""
-    segs = topo.segments
-    if len(segs) == 1:
-        return [x]
-    return jnp.split(x, [s.start for s in segs[1:]], axis=0)
-
-
 def split_slots(x: jax.Array, slices, axis: int = 0) -> list[jax.Array]:
     """``[x[sl] for sl in slices]`` for disjoint slot ranges along ``axis``, by one ``split``.
 
@@ -413,45 +429,83 @@ def split_slots(x: jax.Array, slices, axis: int = 0) -> list[jax.Array]:
     return [pieces[a] if b > a else empty for a, b in bounds]
 
 
-def _slot_take(seg: Segment, x: jax.Array) -> jax.Array:
-    """The segment's slots of its slot-layout levels ``(L_s, W, ...)`` (``(L_s,)``: as is)."""
-    if x.ndim < 2 or x.shape[1] == len(seg.slots) and seg.slots == tuple(range(len(seg.slots))):
-        return x
-    runs, a = [], seg.slots[0]
-    for prev, cur in zip(seg.slots, seg.slots[1:] + (None,)):
-        if cur != prev + 1:
-            runs.append(slice(a, prev + 1))
-            a = cur
-    taken = split_slots(x, runs, axis=1)
-    return taken[0] if len(taken) == 1 else jnp.concatenate(taken, axis=1)
+def _concat(parts: list[jax.Array], axis: int) -> jax.Array:
+    return parts[0] if len(parts) == 1 else jnp.concatenate(parts, axis=axis)
 
 
-def _kernel_take(seg: Segment, k: int, x: jax.Array) -> jax.Array:
-    """The segment's slots of its per-kernel levels ``(L_s, W_k, ...)`` (``(L_s,)``: as is)."""
-    if x.ndim < 2:
-        return x
-    return split_slots(x, [slice(0, seg.kernel_width[k])], axis=1)[0]
+def _kernel_pieces(topo: Topology, x: jax.Array, k: int | None) -> list[list[jax.Array]]:
+    """A compact-layout leaf ``(1, W, ...)`` (or kernel ``k``'s ``(1, W_k, ...)``) cut, by one
+    ``split``, into ``pieces[s][k]`` of shape ``(L_s, w_sk, ...)``: segment ``s``'s slots of kernel
+    ``k``."""
+    segs = topo.segments
+    kernels = range(len(topo.kernel_slots)) if k is None else [k]
+    base = 0 if k is None else topo.kernel_slots[k][1]
+    slices = [
+        slice(s.kernel_offset[kk] - base, s.kernel_offset[kk] - base + s.n_levels * s.kernel_width[kk])
+        for s in segs for kk in kernels
+    ]
+    flat = split_slots(x[0], slices, axis=0)
+    nk = len(kernels)
+    return [
+        [p.reshape((s.n_levels, s.kernel_width[kk]) + x.shape[2:]) for kk, p in zip(kernels, flat[i * nk:(i + 1) * nk])]
+        for i, s in enumerate(segs)
+    ]
 
 
-def _slot_put(topo: Topology, seg: Segment, y: jax.Array) -> jax.Array:
-    """A segment's ``(L_s, W_s, ...)`` output in the global ``(L_s, W, ...)`` slots, zero elsewhere."""
-    if len(seg.slots) == topo.width:
-        return y
-    parts = split_slots(y, seg.kernel_slices, axis=1)
-    pieces = []
-    for (_, s0, s1), w, part in zip(topo.kernel_slots, seg.kernel_width, parts):
-        pieces.append(part)
-        if s1 - s0 > w:
-            pieces.append(jnp.zeros((y.shape[0], s1 - s0 - w) + y.shape[2:], y.dtype))
-    return jnp.concatenate(pieces, axis=1)
+def _segment_inputs(topo: Topology, xs: PyTree, kernel_xs) -> list[tuple[PyTree, Any]]:
+    """Every segment's ``(xs, kernel_xs)`` in its ``(L_s, W_s, ...)`` / ``(L_s, w_sk, ...)``
+    layout, cut from the compact-layout arrays (each array split once, so its cotangent is
+    assembled by one ``concatenate``).  Leaves of fewer than two axes are placeholders and
+    are repeated for each level."""
+    segs = topo.segments
+
+    def per_segment(x, k):
+        if x.ndim < 2:
+            return [jnp.broadcast_to(x.reshape(-1)[:1], (s.n_levels,)) for s in segs]
+        pieces = _kernel_pieces(topo, x, k)
+        return [_concat(p, axis=1) for p in pieces]
+
+    x_leaves, x_def = jax.tree_util.tree_flatten(xs)
+    x_parts = [per_segment(a, None) for a in x_leaves]
+    k_parts = []
+    if kernel_xs is not None:
+        for k, kx in enumerate(kernel_xs):
+            leaves, tdef = jax.tree_util.tree_flatten(kx)
+            k_parts.append((tdef, [per_segment(a, k) for a in leaves]))
+    out = []
+    for i in range(len(segs)):
+        x = jax.tree_util.tree_unflatten(x_def, [parts[i] for parts in x_parts])
+        xk = None
+        if kernel_xs is not None:
+            xk = tuple(
+                jax.tree_util.tree_unflatten(tdef, [parts[i] for parts in leaf_parts]) for tdef, leaf_parts in k_parts
+            )
+        out.append((x, xk))
+    return out
 
 
-def _kernel_put(topo: Topology, seg: Segment, k: int, y: jax.Array) -> jax.Array:
-    _, s0, s1 = topo.kernel_slots[k]
-    pad = s1 - s0 - y.shape[1]
-    if pad == 0:
-        return y
-    return jnp.concatenate([y, jnp.zeros((y.shape[0], pad) + y.shape[2:], y.dtype)], axis=1)
+def _to_compact(topo: Topology, ys: list[jax.Array], k: int | None) -> jax.Array:
+    """Per-segment outputs ``(L_s, W_s, ...)`` (or kernel ``k``'s ``(L_s, w_sk, ...)``) → the
+    compact layout ``(1, W, ...)`` (or ``(1, W_k, ...)``): kernel by kernel, segment by segment."""
+    cut = [[y] if k is not None else split_slots(y, s.kernel_slices, axis=1) for s, y in zip(topo.segments, ys)]
+    n_kernels = len(cut[0])
+    flat = [pieces[j].reshape((-1,) + pieces[j].shape[2:]) for j in range(n_kernels) for pieces in cut]
+    return _concat(flat, axis=0)[None]
+
+
+def _assemble(topo: Topology, outs: list, kernel_aware: bool) -> PyTree:
+    """Per-segment outputs → compact ``(1, W, ...)`` / per-kernel ``(1, W_k, ...)`` arrays."""
+    def full(*ys):
+        return _to_compact(topo, list(ys), None)
+
+    if not kernel_aware:
+        return jax.tree_util.tree_map(full, *outs)
+    slot_out = jax.tree_util.tree_map(full, *[o[0] for o in outs])
+    kernel_out = tuple(
+        jax.tree_util.tree_map(lambda *ys, k=k: _to_compact(topo, list(ys), k), *[o[1][k] for o in outs])
+        for k in range(len(outs[0][1]))
+    )
+    return slot_out, kernel_out
 
 
 def _cross_down(cross: np.ndarray, carry: PyTree) -> PyTree:
@@ -484,46 +538,6 @@ def _cross_up(cross: np.ndarray, values: PyTree) -> PyTree:
         return jnp.zeros((cross.shape[1],) + x.shape[1:], x.dtype) if out is None else out
 
     return jax.tree_util.tree_map(put, values)
-
-
-def _segment_inputs(topo: Topology, xs: PyTree, kernel_xs) -> list[tuple[PyTree, Any]]:
-    """Every segment's ``(xs, kernel_xs)``, cut from the global level arrays (each array
-    split once, so its cotangent is assembled by one ``concatenate``)."""
-    x_leaves, x_def = jax.tree_util.tree_flatten(xs)
-    x_parts = [_split_levels(topo, a) for a in x_leaves]
-    k_flat = []
-    if kernel_xs is not None:
-        for kx in kernel_xs:
-            leaves, tdef = jax.tree_util.tree_flatten(kx)
-            k_flat.append((tdef, [_split_levels(topo, a) for a in leaves]))
-    out = []
-    for i, seg in enumerate(topo.segments):
-        x = jax.tree_util.tree_unflatten(x_def, [_slot_take(seg, parts[i]) for parts in x_parts])
-        xk = None
-        if kernel_xs is not None:
-            xk = tuple(
-                jax.tree_util.tree_unflatten(tdef, [_kernel_take(seg, k, parts[i]) for parts in leaf_parts])
-                for k, (tdef, leaf_parts) in enumerate(k_flat)
-            )
-        out.append((x, xk))
-    return out
-
-
-def _assemble(topo: Topology, outs: list, kernel_aware: bool) -> PyTree:
-    """Per-segment outputs → global ``(L, W, ...)`` / per-kernel ``(L, W_k, ...)`` arrays."""
-    segs = topo.segments
-    if not kernel_aware:
-        placed = [jax.tree_util.tree_map(lambda y, s=s: _slot_put(topo, s, y), o) for s, o in zip(segs, outs)]
-        return jax.tree_util.tree_map(lambda *ys: ys[0] if len(ys) == 1 else jnp.concatenate(ys), *placed)
-    slot_placed = [jax.tree_util.tree_map(lambda y, s=s: _slot_put(topo, s, y), o[0]) for s, o in zip(segs, outs)]
-    slot_out = jax.tree_util.tree_map(lambda *ys: ys[0] if len(ys) == 1 else jnp.concatenate(ys), *slot_placed)
-    kernel_out = []
-    for k in range(len(outs[0][1])):
-        placed = [
-            jax.tree_util.tree_map(lambda y, s=s, k=k: _kernel_put(topo, s, k, y), o[1][k]) for s, o in zip(segs, outs)
-        ]
-        kernel_out.append(jax.tree_util.tree_map(lambda *ys: ys[0] if len(ys) == 1 else jnp.concatenate(ys), *placed))
-    return slot_out, tuple(kernel_out)
 
 
 def _broadcast_slots(value: PyTree, width: int) -> PyTree:
@@ -568,11 +582,11 @@ def scatter(
     """Base-to-tips sweep: ``(value_ℓ, out_ℓ) = step(value_parent(ℓ), xs_ℓ)`` for ℓ = 0 … L−1.
 
     ``root_parent`` is the value seen by level-0 bodies as their parent (e.g. the world's
-    velocity, or ``−g`` for accelerations), given for one slot; ``xs`` are level-major
-    ``(L, W, ...)`` arrays (or ``(L,)`` per-level values).  Returns the stacked ``out`` of
-    every level, in the same layout (zero in padding slots a segment does not carry).
+    velocity, or ``−g`` for accelerations), given for one slot; ``xs`` are compact-layout
+    ``(1, W, ...)`` arrays (or placeholders of fewer than two axes, repeated for every
+    level).  Returns the stacked ``out`` of every level, in the same layout.
 
-    With ``kernel_xs`` (a tuple, one pytree of per-kernel ``(L, W_k, ...)`` arrays for each
+    With ``kernel_xs`` (a tuple, one pytree of per-kernel ``(1, W_k, ...)`` arrays for each
     of ``topo.kernel_slots``) the step is called as ``step(parent, x, xk, kernel_slices)``,
     where ``kernel_slices`` are the kernels' slot ranges inside the level, and returns
     ``(value, (out, out_kernels))``; the result is ``(outs, outs_kernels)``.

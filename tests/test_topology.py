@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from sodyn.joints import KERNEL_OF
 from sodyn.models import humanoid_like, pendulum_chain, random_tree
 from sodyn.topology import MAX_SEGMENTS, compile_topology
 
@@ -21,7 +22,7 @@ def test_gripper_fingers_do_not_widen_the_arm():
     # seven arm links in a chain, two finger links on the last one (Panda's shape)
     parent = np.array([-1, 0, 1, 2, 3, 4, 5, 6, 6])
     topo = compile_topology(parent, ("revolute",) * 7 + ("prismatic",) * 2)
-    assert topo.width == 2
+    assert topo.width == 9 and topo.mask.all()  # compact layout: one slot per body, no padding
     assert _layout(topo) == [(0, 7, (1,)), (7, 8, (2,))]
     cross = topo.segments[1].cross
     np.testing.assert_array_equal(cross, [[1.0], [1.0]])  # both fingers hang on the arm's slot
@@ -42,11 +43,21 @@ def test_segments_cover_the_levels_and_every_body_once():
         assert 1 <= len(segs) <= MAX_SEGMENTS
         assert segs[0].start == 0 and segs[-1].stop == topo.n_levels
         assert all(a.stop == b.start for a, b in zip(segs, segs[1:]))
+        # the compact layout holds every body exactly once
+        real = topo.body_slot[topo.mask]
+        assert sorted(real.tolist()) == list(range(topo.n_bodies))
+        np.testing.assert_array_equal(topo.body_slot[0, topo.body_flat], np.arange(topo.n_bodies))
+        kernel_of = np.array([KERNEL_OF[t] for t in topo.joint_type])
         for s in segs:
-            # every body of the segment's levels sits in one of its slots
-            used = topo.body_slot[s.start:s.stop][:, list(s.slots)]
-            real = topo.body_slot[s.start:s.stop][topo.mask[s.start:s.stop]]
-            assert sorted(used[used < topo.n_bodies].tolist()) == sorted(real.tolist())
+            # kernel k's slots of the segment hold exactly its kernel-k bodies, level by level
+            for k, (kernel, a, b) in enumerate(topo.kernel_slots):
+                o, w = s.kernel_offset[k], s.kernel_width[k]
+                assert a <= o and o + s.n_levels * w <= b
+                block = topo.body_slot[0, o:o + s.n_levels * w].reshape(s.n_levels, w)
+                for i in range(s.n_levels):
+                    got = sorted(x for x in block[i].tolist() if x < topo.n_bodies)
+                    want = np.flatnonzero((topo.body_level == s.start + i) & (kernel_of == kernel)).tolist()
+                    assert got == want
             assert s.onehot.shape == (s.stop - s.start, s.width, s.width)
             np.testing.assert_array_equal(s.onehot[0], np.eye(s.width))
             # each real child below the first level has exactly one parent slot

@@ -45,13 +45,13 @@ from sodyn.topology import dofs_from_levels, dofs_to_levels, from_levels, gather
 
 
 class ArticulatedLevels(NamedTuple):
-    """Riccati quantities in level layout (internal; see :class:`ArticulatedBodyInertias`)."""
+    """Riccati quantities in the slot layout (internal; see :class:`ArticulatedBodyInertias`)."""
 
-    P: jax.Array                  # (L, W, 6, 6)
-    P_plus: jax.Array             # (L, W, 6, 6)
-    U: tuple[jax.Array, ...]      # per kernel (L, Wk, 6, nv_k) = P H*
-    D: tuple[jax.Array, ...]      # per kernel (L, Wk, nv_k, nv_k)
-    D_inv: tuple[jax.Array, ...]  # per kernel (L, Wk, nv_k, nv_k)
+    P: jax.Array                  # (1, W, 6, 6)
+    P_plus: jax.Array             # (1, W, 6, 6)
+    U: tuple[jax.Array, ...]      # per kernel (1, Wk, 6, nv_k) = P H*
+    D: tuple[jax.Array, ...]      # per kernel (1, Wk, nv_k, nv_k)
+    D_inv: tuple[jax.Array, ...]  # per kernel (1, Wk, nv_k, nv_k)
 
 
 class ArticulatedBodyInertias(NamedTuple):
@@ -257,7 +257,7 @@ def _articulated_forward(model: Model, q, v, tau, f_ext):
 def _inverse_times_levels(model: Model, levels: Levels, abi: ArticulatedLevels, x: jax.Array) -> jax.Array:
     topo = model.topology
     dtype = x.dtype
-    zero = jnp.zeros((topo.n_levels, topo.width, 6), dtype)
+    zero = jnp.zeros(topo.layout_shape + (6,), dtype)
     return innovations_and_accelerations(
         model, levels, abi, zero, zero, dofs_to_levels(topo, x, 0.0), jnp.zeros(6, dtype)
     )

@@ -1,5 +1,5 @@
 """Per-call preparation shared by every algorithm: inputs checked, parameters and joint
-quantities laid out by level (see :mod:`sodyn.topology`).
+quantities in the compact slot layout (see :mod:`sodyn.topology`).
 
 Everything here is vectorised over all bodies at once; only the recursions that truly need
 the parent's value run inside the level scans.
@@ -62,7 +62,7 @@ class Subspace(NamedTuple):
     kernel: str
     start: int
     stop: int
-    h: jax.Array | None  # (L, Wk, 6) for hinges
+    h: jax.Array | None  # (1, Wk, 6) for hinges
     const: jax.Array | None  # (6, nv_k) otherwise
 
     def times(self, x: jax.Array) -> jax.Array:
@@ -104,11 +104,11 @@ class Subspace(NamedTuple):
 
 
 class Levels(NamedTuple):
-    """Configuration-dependent quantities in level layout ``(L, W, ...)``."""
+    """Configuration-dependent quantities in the slot layout ``(1, W, ...)``."""
 
-    rel_r: jax.Array      # (L, W, 3, 3) pose of each body in its parent: x_p = R x + p
-    rel_p: jax.Array      # (L, W, 3)
-    inertia: jax.Array    # (L, W, 6, 6) spatial inertia about the body frame
+    rel_r: jax.Array      # (1, W, 3, 3) pose of each body in its parent: x_p = R x + p
+    rel_p: jax.Array      # (1, W, 3)
+    inertia: jax.Array    # (1, W, 6, 6) spatial inertia about the body frame
     subspaces: tuple[Subspace, ...]
 
 
@@ -117,7 +117,7 @@ def model_params(model: Model, dtype) -> Model:
 
 
 def prepare(model: Model, q: jax.Array) -> Levels:
-    """Joint transforms, body-to-parent poses and spatial inertias at ``q``, by level."""
+    """Joint transforms, body-to-parent poses and spatial inertias at ``q``, in the slot layout."""
     topo: Topology = model.topology
     dtype = q.dtype
     m = model_params(model, dtype)
@@ -152,21 +152,18 @@ def prepare(model: Model, q: jax.Array) -> Levels:
 
 
 def hinge_vectors_by_level(levels: Levels) -> tuple[jax.Array, ...]:
-    """Per kernel, the hinge vectors ``h`` stacked by level, as ``xs`` for the level scans
-    (a placeholder of shape ``(L,)`` for kernels with a constant subspace)."""
-    n_levels = levels.rel_p.shape[0]
-    return tuple(
-        s.h if s.h is not None else jnp.zeros((n_levels,), levels.rel_p.dtype) for s in levels.subspaces
-    )
+    """Per kernel, the hinge vectors ``h``, as ``kernel_xs`` for the level scans (a
+    one-element placeholder for kernels with a constant subspace)."""
+    return tuple(s.h if s.h is not None else jnp.zeros((1,), levels.rel_p.dtype) for s in levels.subspaces)
 
 
 def joint_motion(levels: Levels, x_blocks: list[jax.Array]) -> jax.Array:
-    """``H* x`` for every body, ``(L, W, 6)``, from per-kernel dof blocks ``x``."""
+    """``H* x`` for every body, ``(1, W, 6)``, from per-kernel dof blocks ``x``."""
     return jnp.concatenate([s.times(x) for s, x in zip(levels.subspaces, x_blocks)], axis=1)
 
 
 def joint_force(levels: Levels, f: jax.Array) -> list[jax.Array]:
-    """``H f`` per kernel, from body forces ``f`` of shape ``(L, W, 6)``."""
+    """``H f`` per kernel, from body forces ``f`` of shape ``(1, W, 6)``."""
     subs = levels.subspaces
     pieces = split_slots(f, [slice(s.start, s.stop) for s in subs], axis=1)
     return [s.transpose_times(x) for s, x in zip(subs, pieces)]
@@ -181,4 +178,4 @@ def gravity_acceleration(model: Model, dtype) -> jax.Array:
 
 
 def zeros_like_levels(topo: Topology, tail: tuple[int, ...], dtype) -> jax.Array:
-    return jnp.zeros((topo.n_levels, topo.width) + tail, dtype)
+    return jnp.zeros(topo.layout_shape + tail, dtype)

@@ -48,7 +48,7 @@ class Kinematics(NamedTuple):
 
 
 def world_poses_levels(levels: Levels, topo) -> tuple[jax.Array, jax.Array]:
-    """World pose of every body in level layout, by one scatter (Jain Alg. 3.1)."""
+    """World pose of every body in the slot layout, by one scatter (Jain Alg. 3.1)."""
     dtype = levels.rel_p.dtype
 
     def step(parent, x):
@@ -147,8 +147,8 @@ def world_subspace_columns(model: Model, levels: Levels, wr, wp) -> jax.Array:
     cols = []
     for s in levels.subspaces:
         hs = s.matrix()  # (..., 6, nv_k)
-        hs = jnp.broadcast_to(hs, (topo.n_levels, s.stop - s.start) + hs.shape[-2:])
-        hs = jnp.swapaxes(hs, -1, -2)  # (L, Wk, nv_k, 6)
+        hs = jnp.broadcast_to(hs, (1, s.stop - s.start) + hs.shape[-2:])
+        hs = jnp.swapaxes(hs, -1, -2)  # (1, Wk, nv_k, 6)
         r = wr[:, s.start:s.stop, None]
         p = wp[:, s.start:s.stop, None]
         cols.append(spatial.motion_to_parent(r, p, hs))

@@ -29,7 +29,7 @@ from sodyn.topology import from_levels, gather, to_levels
 
 
 def composite_levels(model: Model, levels: Levels) -> jax.Array:
-    """Composite inertias ``R(k)`` about each body frame, level layout ``(L, W, 6, 6)``."""
+    """Composite inertias ``R(k)`` about each body frame, slot layout ``(1, W, 6, 6)``."""
     dtype = levels.rel_p.dtype
 
     def step(from_children, x):
@@ -41,7 +41,7 @@ def composite_levels(model: Model, levels: Levels) -> jax.Array:
 
 
 def world_inertias_levels(model: Model, wr: jax.Array, wp: jax.Array) -> jax.Array:
-    """Each body's spatial inertia about the world origin in world axes, level layout.
+    """Each body's spatial inertia about the world origin in world axes, slot layout.
 
     Built from the body's mass ``m``, its world centre of mass ``c_w = R c + p`` and its
     rotational inertia in world axes ``J_w = R J_c Rᵀ`` (Jain eq. 2.5); padding slots are zero.

@@ -229,17 +229,17 @@ class TaskSweeps(NamedTuple):
 
     levels: Levels
     abi: ArticulatedLevels
-    upsilon: jax.Array        # (L, W, 6, 6) Υ(k), body frame
-    world_rotation: jax.Array  # (L, W, 3, 3) body rotations in the world
-    psi_rows: jax.Array       # (L, W, T, 6, 6) rows of Ψ_t(k)* = B_t* ψ*(k, b_t)
-    phi_rows: jax.Array | None  # (L, W, T, 6, 6) rows of Φ_t(k)* = B_t* φ*(k, b_t)
+    upsilon: jax.Array        # (1, W, 6, 6) Υ(k), body frame
+    world_rotation: jax.Array  # (1, W, 3, 3) body rotations in the world
+    psi_rows: jax.Array       # (1, W, T, 6, 6) rows of Ψ_t(k)* = B_t* ψ*(k, b_t)
+    phi_rows: jax.Array | None  # (1, W, T, 6, 6) rows of Φ_t(k)* = B_t* φ*(k, b_t)
     task_rotation: jax.Array  # (T, 3, 3) world rotation of each task frame
 
 
 def compliance_kernel(model: Model, levels: Levels, abi: ArticulatedLevels) -> tuple[jax.Array, jax.Array]:
     """The Υ scatter (Jain eq. 10.16 in the form of Alg. 10.3) and body world rotations.
 
-    Returns ``Υ`` ``(L, W, 6, 6)`` about each body frame and the world rotations ``(L, W, 3, 3)``.
+    Returns ``Υ`` ``(1, W, 6, 6)`` about each body frame and the world rotations ``(1, W, 3, 3)``.
     """
     topo = model.topology
     dtype = levels.rel_p.dtype
@@ -270,16 +270,16 @@ def compliance_kernel(model: Model, levels: Levels, abi: ArticulatedLevels) -> t
 
 
 def _task_seeds(model: Model, tasks: Sequence[ResolvedTask], dtype) -> jax.Array:
-    """``(L, W, T, 6, 6)``: rows ``B_t*`` (frame motion ← body motion) at each task's body."""
+    """``(1, W, T, 6, 6)``: rows ``B_t*`` (frame motion ← body motion) at each task's body."""
     topo = model.topology
     m = model_params(model, dtype)
     fids = np.array([t.frame for t in tasks], dtype=np.int64)
     xf = spatial.motion_transform_matrix(m.frame_rotation[fids], m.frame_translation[fids])  # (T, 6, 6)
     n_t = len(tasks)
     flat = topo.body_flat[np.array([t.body for t in tasks], dtype=np.int64)]
-    seeds = jnp.zeros((topo.n_levels * topo.width, n_t, 6, 6), dtype)
+    seeds = jnp.zeros((topo.width, n_t, 6, 6), dtype)
     seeds = seeds.at[flat, np.arange(n_t)].set(xf)
-    return seeds.reshape((topo.n_levels, topo.width, n_t, 6, 6))
+    return seeds.reshape(topo.layout_shape + (n_t, 6, 6))
 
 
 def task_sweeps(
@@ -399,7 +399,7 @@ def _minv_jt_from_sweeps(model: Model, tasks, sw: TaskSweeps) -> jax.Array:
     _, qdd = scatter(
         topo, down, root, (levels.rel_r, levels.rel_p, sw.psi_rows), tuple(zip(hs, abi.U, abi.D_inv))
     )
-    # per kernel (L, Wk, T, 6, nv_k) → (L, Wk, nv_k, T, 6)
+    # per kernel (1, Wk, T, 6, nv_k) → (1, Wk, nv_k, T, 6)
     blocks = [jnp.moveaxis(b, -1, 2) for b in qdd]
     x = dofs_from_levels(topo, blocks)  # (nv, T, 6)
     x = jnp.moveaxis(x, 0, -1)  # (T, 6, nv)
@@ -411,12 +411,12 @@ def _jacobian_from_sweeps(model: Model, tasks, sw: TaskSweeps) -> jax.Array:
     topo = model.topology
     blocks = []
     for s, h in zip(sw.levels.subspaces, hinge_vectors_by_level(sw.levels)):
-        f = sw.phi_rows[:, s.start:s.stop]  # (L, Wk, T, 6, 6)
+        f = sw.phi_rows[:, s.start:s.stop]  # (1, Wk, T, 6, 6)
         if s.h is not None:
             hf = jnp.sum(h[:, :, None, None, :] * f, axis=-1, keepdims=True)
         else:
             hf = spatial.mtv(s.const, f)
-        blocks.append(jnp.moveaxis(hf, -1, 2))  # (L, Wk, nv_k, T, 6)
+        blocks.append(jnp.moveaxis(hf, -1, 2))  # (1, Wk, nv_k, T, 6)
     x = jnp.moveaxis(dofs_from_levels(topo, blocks), 0, -1)  # (T, 6, nv)
     return _to_task_rows(tasks, sw.task_rotation, x)
 
@@ -619,14 +619,14 @@ def _log_det_gradient_closed_form(model: Model, q: jax.Array) -> jax.Array:
     levels = prepare(model, q)
     abi = articulated_levels(model, levels)
     upsilon, _ = compliance_kernel(model, levels, abi)
-    py = spatial.mm(abi.P, upsilon)  # (L, W, 6, 6)
+    py = spatial.mm(abi.P, upsilon)  # (1, W, 6, 6)
     blocks = []
     for s in levels.subspaces:
         wk = s.stop - s.start
         hm = s.h[..., None] if s.h is not None else jnp.broadcast_to(
-            s.const.astype(dtype), (topo.n_levels, wk) + s.const.shape)
-        cols = jnp.swapaxes(hm, -1, -2)  # (L, Wk, nv_k, 6)
-        crm = _motion_cross_matrix(cols)  # (L, Wk, nv_k, 6, 6)
+            s.const.astype(dtype), (1, wk) + s.const.shape)
+        cols = jnp.swapaxes(hm, -1, -2)  # (1, Wk, nv_k, 6)
+        crm = _motion_cross_matrix(cols)  # (1, Wk, nv_k, 6, 6)
         # tr(PΥ crf(h)) with crf(h) = −crm(h)*: tr(A crf) = −Σ A ∘ crm
         g = -2.0 * jnp.sum(py[:, s.start:s.stop, None] * crm, axis=(-1, -2))
         blocks.append(g)
