@@ -128,6 +128,34 @@ def test_tree_compliance_and_inertia_match_dense(tree_case):
     np.testing.assert_allclose(osd.task_velocity, J9 @ np.asarray(v), rtol=1e-10, atol=1e-12)
 
 
+def test_tasks_on_one_body_skip_the_psi_gather(tree_case):
+    """Tasks that share their body take the short path (``Υ`` at that body, no Ψ gather); it
+    agrees with the dense ``J 𝓜⁻¹ J*`` and with the general path."""
+    from sodyn.algorithms.operational_space import (
+        _compliance_from_sweeps,
+        _tasks_share_their_body,
+        resolve_tasks,
+        task_sweeps,
+    )
+
+    model, tasks, q, _, _ = tree_case
+    same = [sd.FrameTask(tasks[0].frame), sd.PointTask(tasks[0].frame, "world_aligned")]
+    resolved = resolve_tasks(model, same)
+    assert _tasks_share_their_body(model, resolved)
+    assert not _tasks_share_their_body(model, resolve_tasks(model, tasks))
+
+    @jax.jit
+    def run(q):
+        general = _compliance_from_sweeps(model, resolved, task_sweeps(model, q, resolved, with_jacobian=False))
+        short = sd.operational_space_compliance(model, q, same)
+        return short, general, dense_jacobian(model, q, same), sd.mass_matrix(model, q)
+
+    short, general, J, M = run(q)
+    dense = np.asarray(J) @ np.linalg.inv(np.asarray(M)) @ np.asarray(J).T
+    assert rel_err(short, dense) < 1e-9
+    assert rel_err(general, dense) < 1e-9
+
+
 def test_tree_bias_matches_dense(tree_case):
     model, tasks, q, v, out = tree_case
     osd = out["osd"]

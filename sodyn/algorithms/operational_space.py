@@ -32,7 +32,10 @@ forest get a zero block.  ``𝓜`` and ``𝓜⁻¹`` are never formed.
 are ``O(T²)``; the final Cholesky solve for ``Λ`` is ``O(m³)`` with ``m = Σ dim_t``.  The
 same Ψ gather also gives ``𝓜⁻¹ J*`` by one more scatter (the innovations/acceleration
 sweep of Alg. 9.5 with ``m`` right-hand sides, ``O(n · m)``) and the Jacobian ``J`` itself (the
-same gather with ``φ`` in place of ``ψ``).
+same gather with ``φ`` in place of ``ψ``).  When all tasks on one tree sit on one body ``b``
+(a single end-effector task, say), every pair's common ancestor is ``b`` itself, where
+``Ψ_t(b) = B_t``: ``Λ⁻¹`` and ``Λ`` then skip the Ψ gather and cost the Riccati gather and
+the Υ scatter alone.
 
 Tasks
 -----
@@ -269,12 +272,17 @@ def compliance_kernel(model: Model, levels: Levels, abi: ArticulatedLevels) -> t
     return out
 
 
+def _frame_rows(model: Model, tasks: Sequence[ResolvedTask], dtype) -> jax.Array:
+    """``(T, 6, 6)``: each task's ``B_t*`` (frame motion ← motion of its body)."""
+    m = model_params(model, dtype)
+    fids = np.array([t.frame for t in tasks], dtype=np.int64)
+    return spatial.motion_transform_matrix(m.frame_rotation[fids], m.frame_translation[fids])
+
+
 def _task_seeds(model: Model, tasks: Sequence[ResolvedTask], dtype) -> jax.Array:
     """``(1, W, T, 6, 6)``: rows ``B_t*`` (frame motion ← body motion) at each task's body."""
     topo = model.topology
-    m = model_params(model, dtype)
-    fids = np.array([t.frame for t in tasks], dtype=np.int64)
-    xf = spatial.motion_transform_matrix(m.frame_rotation[fids], m.frame_translation[fids])  # (T, 6, 6)
+    xf = _frame_rows(model, tasks, dtype)
     n_t = len(tasks)
     flat = topo.body_flat[np.array([t.body for t in tasks], dtype=np.int64)]
     seeds = jnp.zeros((topo.width, n_t, 6, 6), dtype)
@@ -282,19 +290,39 @@ def _task_seeds(model: Model, tasks: Sequence[ResolvedTask], dtype) -> jax.Array
     return seeds.reshape(topo.layout_shape + (n_t, 6, 6))
 
 
+def _tasks_share_their_body(model: Model, tasks: Sequence[ResolvedTask]) -> bool:
+    """Whether every pair of tasks on one tree sits on one body (e.g. a single task).
+
+    Then each pair's nearest common ancestor is the tasks' own body ``b``, where
+    ``Ψ_t(b) = B_t``, and the blocks of ``Λ⁻¹`` are ``B_s* Υ(b) B_t``: no Ψ gather is needed.
+    """
+    bodies = np.array([t.body for t in tasks], dtype=np.int64)
+    related = _nearest_common_ancestors(model.topology.parent, bodies.tolist()) >= 0
+    return bool(np.all((bodies[:, None] == bodies[None, :]) | ~related))
+
+
 def task_sweeps(
-    model: Model, q: jax.Array, tasks: Sequence[ResolvedTask], with_jacobian: bool = True
+    model: Model, q: jax.Array, tasks: Sequence[ResolvedTask], with_jacobian: bool = True, with_psi: bool = True
 ) -> TaskSweeps:
     """Riccati gather, Υ scatter and the Ψ/Φ gathers for ``tasks`` at ``q``.
 
     ``with_jacobian=False`` skips the Φ gather (``phi_rows`` is then ``None``): Λ⁻¹ and Λ
-    need only Ψ and Υ.
+    need only Ψ and Υ.  ``with_psi=False`` (with ``with_jacobian=False``) skips the Ψ gather
+    too (``psi_rows`` is then ``None``), for tasks that share their body
+    (:func:`_tasks_share_their_body`).
     """
     topo = model.topology
     dtype = q.dtype
     levels = prepare(model, q)
     abi = articulated_levels(model, levels)
     upsilon, rw = compliance_kernel(model, levels, abi)
+    m = model_params(model, dtype)
+    fids = np.array([t.frame for t in tasks], dtype=np.int64)
+    bodies = np.array([t.body for t in tasks], dtype=np.int64)
+    rw_body = rw.reshape((-1, 3, 3))[topo.body_flat[bodies]]
+    task_rot = spatial.mm(rw_body, m.frame_rotation[fids])
+    if not (with_psi or with_jacobian):
+        return TaskSweeps(levels, abi, upsilon, rw, None, None, task_rot)
     hs = hinge_vectors_by_level(levels)
     seeds = _task_seeds(model, tasks, dtype)
     n_t = len(tasks)
@@ -321,11 +349,6 @@ def task_sweeps(
         tuple(zip(hs, abi.U, abi.D_inv)),
     )
     psi_rows, phi_rows = rows if with_jacobian else (rows, None)
-    m = model_params(model, dtype)
-    fids = np.array([t.frame for t in tasks], dtype=np.int64)
-    bodies = np.array([t.body for t in tasks], dtype=np.int64)
-    rw_body = rw.reshape((-1, 3, 3))[topo.body_flat[bodies]]
-    task_rot = spatial.mm(rw_body, m.frame_rotation[fids])
     return TaskSweeps(levels, abi, upsilon, rw, psi_rows, phi_rows, task_rot)
 
 
@@ -355,11 +378,15 @@ def _compliance_from_sweeps(model: Model, tasks, sw: TaskSweeps) -> jax.Array:
     nca = _nearest_common_ancestors(topo.parent, [t.body for t in tasks])
     related = nca >= 0
     c_flat = topo.body_flat[np.where(related, nca, 0)]  # (T, T)
-    psi = sw.psi_rows.reshape((-1, n_t, 6, 6))
     ups = sw.upsilon.reshape((-1, 6, 6))
     ii, jj = np.meshgrid(np.arange(n_t), np.arange(n_t), indexing="ij")
-    a = psi[c_flat, ii]  # (T, T, 6, 6) rows of Ψ_s(c)*
-    b = psi[c_flat, jj]
+    if sw.psi_rows is None:  # every related pair on one body c: Ψ_s(c)* = B_s*
+        xf = _frame_rows(model, tasks, ups.dtype)
+        a, b = xf[ii], xf[jj]
+    else:
+        psi = sw.psi_rows.reshape((-1, n_t, 6, 6))
+        a = psi[c_flat, ii]  # (T, T, 6, 6) rows of Ψ_s(c)*
+        b = psi[c_flat, jj]
     y = ups[c_flat]
     blocks = spatial.mm(a, spatial.mm(y, spatial.transpose(b)))  # Ψ_s* Υ_c Ψ_t
     blocks = jnp.where(jnp.asarray(related)[:, :, None, None], blocks, 0.0)
@@ -440,7 +467,7 @@ def operational_space_compliance(model: Model, q, tasks) -> jax.Array:
     (positive semi-definite); singular where the tasks are.
     """
     q, tasks = _prepare_call(model, q, tasks)
-    sw = task_sweeps(model, q, tasks, with_jacobian=False)
+    sw = task_sweeps(model, q, tasks, with_jacobian=False, with_psi=not _tasks_share_their_body(model, tasks))
     return _compliance_from_sweeps(model, tasks, sw)
 
 
