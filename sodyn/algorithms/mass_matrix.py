@@ -77,9 +77,7 @@ def mass_matrix(model: Model, q) -> jax.Array:
     comp_world = from_levels(topo, world_composite_levels(model, wr, wp))
     axes = world_subspace_columns(model, levels, wr, wp)  # (nv, 6): H*_w per dof
     f = spatial.mv(comp_world[topo.dof_body], axes)  # R_w(k) H*_w(k) per dof
-    outer = axes[:, None, 0] * f[None, :, 0]
-    for c in range(1, 6):
-        outer = outer + axes[:, None, c] * f[None, :, c]
+    outer = jnp.sum(axes[:, None, :] * f[None, :, :], axis=-1)  # H*_w(i)ᵀ R_w(k) H*_w(k)
     ancestor = topo.support[topo.dof_body].T  # [i, k]: dof i's body is k's body or an ancestor
     strict = ancestor & (topo.dof_body[:, None] != topo.dof_body[None, :])
     full = jnp.where(ancestor, outer, 0.0) + jnp.where(strict, outer, 0.0).T
