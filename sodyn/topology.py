@@ -330,19 +330,21 @@ def _build_segments(parent, level, local_of, ranges, seg_widths, seg_offsets) ->
 # ---------------------------------------------------------------------------
 
 
-def _take(x: jax.Array, index: np.ndarray) -> jax.Array:
-    """``x[index]`` for a static integer ``index``; a reshape when ``index`` is ``0, 1, …, len(x) − 1``."""
-    if index.size == x.shape[0] and np.array_equal(index.ravel(), np.arange(index.size)):
+def _take(x: jax.Array, index: np.ndarray, pad_value=None) -> jax.Array:
+    """``x[index]`` for a static integer ``index``, where ``index == len(x)`` reads ``pad_value``
+    (appended only if some index asks for it); a reshape when ``index`` is ``0, 1, …, len(x) − 1``."""
+    n = x.shape[0]
+    if index.size and index.max() >= n:
+        pad = jnp.broadcast_to(jnp.asarray(pad_value, x.dtype), (1,) + x.shape[1:])
+        x = jnp.concatenate([x, pad])
+    elif index.size == n and np.array_equal(index.ravel(), np.arange(n)):
         return x.reshape(index.shape + x.shape[1:])
     return x[index]
 
 
 def to_levels(topo: Topology, body_values: jax.Array, pad_value: jax.Array) -> jax.Array:
     """Body-ordered ``(n, ...)`` values → compact layout ``(1, W, ...)``; padding gets ``pad_value``."""
-    if topo.width == topo.n_bodies:
-        return _take(body_values, topo.body_slot)
-    pad = jnp.broadcast_to(pad_value, (1,) + body_values.shape[1:]).astype(body_values.dtype)
-    return _take(jnp.concatenate([body_values, pad]), topo.body_slot)
+    return _take(body_values, topo.body_slot, pad_value)
 
 
 def from_levels(topo: Topology, level_values: jax.Array) -> jax.Array:
@@ -354,10 +356,7 @@ def from_levels(topo: Topology, level_values: jax.Array) -> jax.Array:
 def dofs_to_levels(topo: Topology, x: jax.Array, pad: float, which: str = "v") -> list[jax.Array]:
     """Split a ``q`` (``which="q"``) or ``v``-shaped vector into per-kernel ``(1, Wk, n_k)`` blocks."""
     idx = topo.q_index if which == "q" else topo.v_index
-    if len(idx) == 1 and idx[0].size == x.shape[0]:
-        return [_take(x, idx[0])]
-    ext = jnp.concatenate([x, jnp.full((1,), pad, x.dtype)])
-    return [_take(ext, i) for i in idx]
+    return [_take(x, i, pad) for i in idx]
 
 
 def dofs_from_levels(topo: Topology, blocks: list[jax.Array], which: str = "v") -> jax.Array:

@@ -234,7 +234,7 @@ class TaskSweeps(NamedTuple):
     abi: ArticulatedLevels
     upsilon: jax.Array        # (1, W, 6, 6) Υ(k), body frame
     world_rotation: jax.Array  # (1, W, 3, 3) body rotations in the world
-    psi_rows: jax.Array       # (1, W, T, 6, 6) rows of Ψ_t(k)* = B_t* ψ*(k, b_t)
+    psi_rows: jax.Array | None  # (1, W, T, 6, 6) rows of Ψ_t(k)* = B_t* ψ*(k, b_t); None: not needed
     phi_rows: jax.Array | None  # (1, W, T, 6, 6) rows of Φ_t(k)* = B_t* φ*(k, b_t)
     task_rotation: jax.Array  # (T, 3, 3) world rotation of each task frame
 
