@@ -34,6 +34,7 @@ level`` layout), Solo12 13 for 13 (20), Talos 53 for 45 (108).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 from collections.abc import Callable
 from typing import Any
@@ -332,13 +333,16 @@ def _build_segments(parent, level, local_of, ranges, seg_widths, seg_offsets) ->
 
 def _take(x: jax.Array, index: np.ndarray, pad_value=None) -> jax.Array:
     """``x[index]`` for a static integer ``index``, where ``index == len(x)`` reads ``pad_value``
-    (appended only if some index asks for it); a reshape when ``index`` is ``0, 1, …, len(x) − 1``."""
+    (appended only if some index asks for it); a slice and a reshape when ``index`` is a run
+    ``a, a + 1, …`` (the whole of ``x`` in the usual case), not a gather."""
     n = x.shape[0]
     if index.size and index.max() >= n:
         pad = jnp.broadcast_to(jnp.asarray(pad_value, x.dtype), (1,) + x.shape[1:])
         x = jnp.concatenate([x, pad])
-    elif index.size == n and np.array_equal(index.ravel(), np.arange(n)):
-        return x.reshape(index.shape + x.shape[1:])
+    elif index.size and np.array_equal(index.ravel(), np.arange(index.flat[0], index.flat[0] + index.size)):
+        a = int(index.flat[0])
+        run = split_slots(x, [slice(a, a + index.size)])[0]  # a split: its transpose is one concatenate
+        return run.reshape(index.shape + x.shape[1:])
     return x[index]
 
 
@@ -368,6 +372,110 @@ def dofs_from_levels(topo: Topology, blocks: list[jax.Array], which: str = "v") 
     parts = [b.reshape((-1,) + tail) for b in blocks]
     flat = parts[0] if len(parts) == 1 else jnp.concatenate(parts)
     return _take(flat, topo.q_gather if which == "q" else topo.dof_gather)
+
+
+# ---------------------------------------------------------------------------
+# the subtree of ancestors of a few bodies
+# ---------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class AncestorSubtree:
+    """The bodies that are ancestors-or-self of a few given bodies, as a tree of its own.
+
+    Jain's Ω recursions (Ch. 10) need the compliance kernel ``Υ`` and the ψ-path products
+    only on the paths from the task bodies to the base: ``Υ(k)`` depends on ``Υ(℘(k))`` and
+    on body ``k``'s articulated quantities alone, and the gathered ``ψ(k, b_t)`` vanishes off
+    those paths.  Sweeping this subtree instead of the whole tree costs its bodies only (a
+    quadruped foot: 4 of 13 bodies; a humanoid's hand: 10 of 45).
+
+    ``topo`` is the subtree's own :class:`Topology` (its bodies in the full tree's order,
+    ``bodies[k']`` the full index of subtree body ``k'``).  ``slot_index`` ``(1, W')`` maps
+    each subtree slot to a full compact slot (``W`` for the subtree's padding), and
+    ``kernel_index[k']`` ``(1, W'_k)`` maps the subtree kernel ``k'``'s slots to slots of the
+    full kernel ``full_kernel[k']`` (``W_k`` for padding).  ``full_slot_index`` ``(W,)`` maps
+    each full slot back to a subtree slot (``W'`` off the subtree), and ``dof_index``
+    ``(nv,)`` each full dof to a subtree dof (``nv'`` off the subtree).
+    """
+
+    topo: Topology
+    bodies: np.ndarray
+    local: np.ndarray
+    slot_index: np.ndarray
+    kernel_index: tuple[np.ndarray, ...]
+    full_kernel: tuple[int, ...]
+    full_slot_index: np.ndarray
+    dof_index: np.ndarray
+
+    @property
+    def is_whole_tree(self) -> bool:
+        return bool(np.all(self.local >= 0))
+
+
+@functools.lru_cache(maxsize=128)
+def ancestor_subtree(topo: Topology, bodies: tuple[int, ...]) -> AncestorSubtree:
+    """The subtree of the ancestors-or-self of ``bodies`` (see :class:`AncestorSubtree`)."""
+    n = topo.n_bodies
+    keep = np.zeros(n, dtype=bool)
+    for b in bodies:
+        b = int(b)
+        while b >= 0 and not keep[b]:
+            keep[b] = True
+            b = int(topo.parent[b])
+    members = np.flatnonzero(keep)
+    local = np.full(n, -1, dtype=np.int64)
+    local[members] = np.arange(members.size)
+    sub_parent = np.array([local[topo.parent[k]] if topo.parent[k] >= 0 else -1 for k in members], dtype=np.int64)
+    sub = compile_topology(sub_parent, tuple(topo.joint_type[k] for k in members))
+    n_sub = members.size
+
+    def to_full_slot(sub_slots: np.ndarray, pad: int) -> np.ndarray:
+        full = np.full(sub_slots.shape, pad, dtype=np.int64)
+        real = sub_slots < n_sub
+        full[real] = topo.body_flat[members[sub_slots[real]]]
+        return full
+
+    slot_index = to_full_slot(sub.body_slot, topo.width)
+    full_names = [kn for kn, _, _ in topo.kernel_slots]
+    kernel_index, full_kernel = [], []
+    for kn, s0, s1 in sub.kernel_slots:
+        k = full_names.index(kn)
+        f0, f1 = topo.kernel_slots[k][1:]
+        idx = to_full_slot(sub.body_slot[:, s0:s1], f1) - f0
+        kernel_index.append(idx)
+        full_kernel.append(k)
+    full_slot_index = np.full(topo.width, sub.width, dtype=np.int64)
+    real = topo.body_slot[0] < n
+    inside = np.zeros(topo.width, dtype=bool)
+    inside[real] = keep[topo.body_slot[0, real]]
+    full_slot_index[inside] = sub.body_flat[local[topo.body_slot[0, inside]]]
+    dof_index = np.full(topo.nv, sub.nv, dtype=np.int64)
+    for k in members:
+        nv_k = int(np.sum(topo.dof_body == k))
+        dof_index[topo.v_start[k]: topo.v_start[k] + nv_k] = sub.v_start[local[k]] + np.arange(nv_k)
+    return AncestorSubtree(
+        sub, members, local, slot_index, tuple(kernel_index), tuple(full_kernel), full_slot_index, dof_index
+    )
+
+
+def restrict_slots(subtree: AncestorSubtree, x: jax.Array, pad_value=0.0) -> jax.Array:
+    """A full compact-layout array ``(1, W, ...)`` → the subtree's ``(1, W', ...)``."""
+    return _take(x[0], subtree.slot_index[0], pad_value)[None]
+
+
+def restrict_kernel(subtree: AncestorSubtree, k: int, x: jax.Array, pad_value=0.0) -> jax.Array:
+    """Full kernel ``subtree.full_kernel[k]``'s ``(1, W_k, ...)`` → subtree kernel ``k``'s ``(1, W'_k, ...)``."""
+    return _take(x[0], subtree.kernel_index[k][0], pad_value)[None]
+
+
+def extend_slots(subtree: AncestorSubtree, x: jax.Array) -> jax.Array:
+    """A subtree compact-layout array ``(1, W', ...)`` → the full ``(1, W, ...)``, zero off the subtree."""
+    return _take(x[0], subtree.full_slot_index, 0.0)[None]
+
+
+def extend_dofs(subtree: AncestorSubtree, x: jax.Array) -> jax.Array:
+    """Subtree dof-ordered ``(nv', ...)`` → full ``(nv, ...)``, zero for the other dofs."""
+    return _take(x, subtree.dof_index, 0.0)
 
 
 # ---------------------------------------------------------------------------

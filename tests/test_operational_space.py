@@ -105,6 +105,12 @@ def test_tree_has_unrelated_task_bodies(tree_case):
 
     unrelated = [(i, j) for i in bodies for j in bodies if i not in ancestors(j) and j not in ancestors(i)]
     assert unrelated, "the test trees should exercise the nearest-common-ancestor branch"
+    # the Ω sweeps run on the task bodies' ancestors only: the trees must have other bodies too
+    on_paths = set().union(*(ancestors(b) for b in bodies))
+    assert len(on_paths) < model.n_bodies
+    from sodyn.topology import ancestor_subtree
+
+    assert ancestor_subtree(model.topology, tuple(sorted(set(bodies)))).topo.n_bodies == len(on_paths)
 
 
 def test_tree_compliance_and_inertia_match_dense(tree_case):
@@ -357,7 +363,7 @@ def test_log_det_gradient_slide_formula_world_frame():
     def run(q):
         levels = prepare(model, q)
         abi = articulated_levels(model, levels)
-        ups, rw = compliance_kernel(model, levels, abi)
+        ups, rw = compliance_kernel(model.topology, levels, abi)
         return ([from_levels(model.topology, x) for x in (abi.P, ups, rw, levels.subspaces[0].h)],
                 jax.grad(lambda q: sd.log_det_mass_matrix(model, q))(q))
 

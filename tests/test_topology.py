@@ -68,3 +68,57 @@ def test_segments_cover_the_levels_and_every_body_once():
 @pytest.mark.parametrize("depth", [64, 256])
 def test_deep_chains_stay_one_segment(depth):
     assert len(pendulum_chain(depth).topology.segments) == 1
+
+
+def test_ancestor_subtree_maps_slots_kernels_and_dofs():
+    """The subtree of a few bodies' ancestors: its own topology, and index maps that take
+    compact-layout, per-kernel and dof arrays between it and the full tree."""
+    import jax.numpy as jnp
+
+    from sodyn.topology import (
+        ancestor_subtree,
+        dofs_to_levels,
+        extend_dofs,
+        extend_slots,
+        restrict_kernel,
+        restrict_slots,
+        to_levels,
+    )
+
+    topo = random_tree(30, seed=3, floating_base=True).topology
+    leaves = [k for k in range(topo.n_bodies) if k not in set(topo.parent.tolist())]
+    picked = (leaves[0], leaves[-1])
+    sub = ancestor_subtree(topo, picked)
+    want = set()
+    for b in picked:
+        while b >= 0:
+            want.add(b)
+            b = int(topo.parent[b])
+    assert sorted(want) == sub.bodies.tolist() and not sub.is_whole_tree
+    # parents are preserved, in the subtree's own numbering
+    for k, b in enumerate(sub.bodies):
+        p = topo.parent[b]
+        assert sub.topo.parent[k] == (sub.local[p] if p >= 0 else -1)
+    # slots: body ids survive restrict then extend (zero off the subtree)
+    ids = to_levels(topo, jnp.arange(1.0, topo.n_bodies + 1.0), 0.0)
+    small = restrict_slots(sub, ids)
+    assert np.array_equal(np.asarray(small)[0][sub.topo.body_flat], sub.bodies + 1.0)
+    back = np.asarray(extend_slots(sub, small))[0]
+    np.testing.assert_array_equal(back[topo.body_flat], np.where(sub.local >= 0, np.arange(topo.n_bodies) + 1.0, 0.0))
+    # kernels and dofs: a dof-numbered vector cut per kernel, restricted, comes back on the subtree's dofs
+    v = jnp.arange(1.0, topo.nv + 1.0)
+    blocks = dofs_to_levels(topo, v, 0.0)
+    sub_v = np.concatenate(
+        [np.asarray(restrict_kernel(sub, k, blocks[f])).reshape(-1) for k, f in enumerate(sub.full_kernel)]
+    )
+    sub_dofs = np.asarray(extend_dofs(sub, jnp.arange(1.0, sub.topo.nv + 1.0)))
+    on_sub = sub_dofs > 0
+    assert on_sub.sum() == sub.topo.nv == np.isin(topo.dof_body, sub.bodies).sum()
+    assert sorted(sub_v[sub_v > 0].tolist()) == (np.flatnonzero(on_sub) + 1.0).tolist()
+    for k, b in enumerate(sub.bodies):
+        n_k = int(np.sum(topo.dof_body == b))
+        np.testing.assert_array_equal(
+            sub_dofs[topo.v_start[b]: topo.v_start[b] + n_k], sub.topo.v_start[k] + 1.0 + np.arange(n_k)
+        )
+    # the subtree of every leaf is the whole tree, and restricting to it changes nothing
+    assert ancestor_subtree(topo, tuple(leaves)).is_whole_tree

@@ -41,7 +41,18 @@ from sodyn.algorithms.common import (
 from sodyn.algorithms.inverse_dynamics import inverse_dynamics
 from sodyn.algorithms.kinematics import velocities_and_accelerations_levels
 from sodyn.model import Model
-from sodyn.topology import dofs_from_levels, dofs_to_levels, from_levels, gather, scatter, split_slots, to_levels
+from sodyn.topology import (
+    AncestorSubtree,
+    dofs_from_levels,
+    dofs_to_levels,
+    from_levels,
+    gather,
+    restrict_kernel,
+    restrict_slots,
+    scatter,
+    split_slots,
+    to_levels,
+)
 
 
 class ArticulatedLevels(NamedTuple):
@@ -121,6 +132,24 @@ def articulated_levels(model: Model, levels: Levels) -> ArticulatedLevels:
     )
     us, ds, dinvs = _unzip(per_kernel, 3)
     return ArticulatedLevels(big_p, p_plus, us, ds, dinvs)
+
+
+def restrict_articulated(subtree: AncestorSubtree, abi: ArticulatedLevels) -> ArticulatedLevels:
+    """The Riccati quantities of the bodies of ``subtree``, in its slot layout (``None`` stays
+    ``None``).  They are those of the whole tree (each depends on the body's descendants),
+    only read on fewer bodies."""
+    if subtree.is_whole_tree:
+        return abi
+
+    def slots(x):
+        return None if x is None else restrict_slots(subtree, x)
+
+    def kernels(xs):
+        if xs is None:
+            return None
+        return tuple(restrict_kernel(subtree, k, xs[f]) for k, f in enumerate(subtree.full_kernel))
+
+    return ArticulatedLevels(slots(abi.P), slots(abi.P_plus), kernels(abi.U), kernels(abi.D), kernels(abi.D_inv))
 
 
 def _accelerations(model, levels, coriolis, nus, us, dinvs, root_acceleration) -> jax.Array:

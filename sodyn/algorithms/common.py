@@ -14,7 +14,15 @@ import jax.numpy as jnp
 
 from sodyn import joints, spatial
 from sodyn.model import Model, hinge_coefficients
-from sodyn.topology import Topology, dofs_to_levels, split_slots, to_levels
+from sodyn.topology import (
+    AncestorSubtree,
+    Topology,
+    dofs_to_levels,
+    restrict_kernel,
+    restrict_slots,
+    split_slots,
+    to_levels,
+)
 
 
 def check_vector(model: Model, x, size: int, name: str, dtype=None) -> jax.Array:
@@ -149,6 +157,25 @@ def prepare(model: Model, q: jax.Array) -> Levels:
     inertia = spatial.spatial_inertia(m.mass, m.com, m.inertia)
     inertia = to_levels(topo, inertia, jnp.eye(6, dtype=dtype))
     return Levels(rel_r, rel_p, inertia, tuple(subspaces))
+
+
+def restrict_levels(subtree: AncestorSubtree, levels: Levels) -> Levels:
+    """``levels`` on the bodies of ``subtree`` only, in its own slot layout (a reshape when the
+    subtree is the whole tree)."""
+    if subtree.is_whole_tree:
+        return levels
+    dtype = levels.rel_p.dtype
+    subspaces = []
+    for k, (kernel, s0, s1) in enumerate(subtree.topo.kernel_slots):
+        full = levels.subspaces[subtree.full_kernel[k]]
+        h = None if full.h is None else restrict_kernel(subtree, k, full.h)
+        subspaces.append(Subspace(kernel, s0, s1, h, full.const))
+    return Levels(
+        restrict_slots(subtree, levels.rel_r, jnp.eye(3, dtype=dtype)),
+        restrict_slots(subtree, levels.rel_p),
+        restrict_slots(subtree, levels.inertia, jnp.eye(6, dtype=dtype)),
+        tuple(subspaces),
+    )
 
 
 def hinge_vectors_by_level(levels: Levels) -> tuple[jax.Array, ...]:

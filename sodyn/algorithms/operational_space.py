@@ -27,12 +27,16 @@ The block of ``Λ⁻¹`` for a task pair ``(s, t)`` is then ``Ψ_s(c)* Υ(c) Ψ_
 static nearest common ancestor ``c`` (eq. 10.18, Alg. 10.2); tasks on different trees of a
 forest get a zero block.  ``𝓜`` and ``𝓜⁻¹`` are never formed.
 
-**Cost** for ``n`` bodies and ``T`` tasks: the Riccati gather and the Υ scatter are
-``O(n)``; the Ψ gather is ``O(n · T)`` (one 6×6 product per body and task); the pair blocks
-are ``O(T²)``; the final Cholesky solve for ``Λ`` is ``O(m³)`` with ``m = Σ dim_t``.  The
-same Ψ gather also gives ``𝓜⁻¹ J*`` by one more scatter (the innovations/acceleration
-sweep of Alg. 9.5 with ``m`` right-hand sides, ``O(n · m)``) and the Jacobian ``J`` itself (the
-same gather with ``φ`` in place of ``ψ``).  When all tasks on one tree sit on one body ``b``
+**Cost** for ``n`` bodies and ``T`` tasks: the Riccati gather is ``O(n)``.  ``Υ`` is needed
+only at the nearest common ancestors and ``Ψ_t`` vanishes off the path from ``b_t`` to the
+base, so the Υ scatter and the Ψ gather run on the subtree of the task bodies' ``n_a``
+ancestors alone (:func:`sodyn.topology.ancestor_subtree`; a quadruped's foot has 4 of 13,
+a humanoid's hand 10 of 45): ``O(n_a)`` and ``O(n_a · T)`` (one 6×6 product per body and
+task).  The pair blocks are ``O(T²)``; the final Cholesky solve for ``Λ`` is ``O(m³)`` with
+``m = Σ dim_t``.  The same Ψ gather also gives ``𝓜⁻¹ J*`` by one more scatter over the whole
+tree (the innovations/acceleration sweep of Alg. 9.5 with ``m`` right-hand sides,
+``O(n · m)``) and the Jacobian ``J`` itself (the same gather with ``φ`` in place of ``ψ``).
+When all tasks on one tree sit on one body ``b``
 (a single end-effector task, say), every pair's common ancestor is ``b`` itself, where
 ``Ψ_t(b) = B_t``: ``Λ⁻¹`` and ``Λ`` then skip the Ψ gather and cost the Riccati gather and
 the Υ scatter alone.
@@ -60,10 +64,26 @@ import jax.numpy as jnp
 import numpy as np
 
 from sodyn import spatial
-from sodyn.algorithms.articulated import ArticulatedLevels, articulated_levels
-from sodyn.algorithms.common import Levels, check_vector, hinge_vectors_by_level, model_params, prepare
+from sodyn.algorithms.articulated import ArticulatedLevels, articulated_levels, restrict_articulated
+from sodyn.algorithms.common import (
+    Levels,
+    check_vector,
+    hinge_vectors_by_level,
+    model_params,
+    prepare,
+    restrict_levels,
+)
 from sodyn.model import Model
-from sodyn.topology import dofs_from_levels, gather, scatter
+from sodyn.topology import (
+    AncestorSubtree,
+    Topology,
+    ancestor_subtree,
+    dofs_from_levels,
+    extend_dofs,
+    extend_slots,
+    gather,
+    scatter,
+)
 
 _REFERENCES = ("local", "world_aligned")
 
@@ -228,23 +248,31 @@ def _h_star_matrix(sub, h_level, wk: int, dtype) -> jax.Array:
 
 
 class TaskSweeps(NamedTuple):
-    """Everything the operational-space functions share for one ``(q, tasks)`` (internal)."""
+    """Everything the operational-space functions share for one ``(q, tasks)`` (internal).
+
+    ``levels`` and ``abi`` cover the whole tree; ``upsilon``, ``world_rotation``, ``psi_rows``
+    and ``phi_rows`` only the ancestors of the task bodies (``subtree``; ``W'`` its slots), the
+    only bodies where the Ω recursions have anything to compute.
+    """
 
     levels: Levels
     abi: ArticulatedLevels
-    upsilon: jax.Array        # (1, W, 6, 6) Υ(k), body frame
-    world_rotation: jax.Array  # (1, W, 3, 3) body rotations in the world
-    psi_rows: jax.Array | None  # (1, W, T, 6, 6) rows of Ψ_t(k)* = B_t* ψ*(k, b_t); None: not needed
-    phi_rows: jax.Array | None  # (1, W, T, 6, 6) rows of Φ_t(k)* = B_t* φ*(k, b_t)
-    task_rotation: jax.Array  # (T, 3, 3) world rotation of each task frame
+    subtree: AncestorSubtree
+    sub_levels: Levels          # levels restricted to the subtree
+    upsilon: jax.Array          # (1, W', 6, 6) Υ(k), body frame
+    world_rotation: jax.Array   # (1, W', 3, 3) body rotations in the world
+    psi_rows: jax.Array | None  # (1, W', T, 6, 6) rows of Ψ_t(k)* = B_t* ψ*(k, b_t); None: not needed
+    phi_rows: jax.Array | None  # (1, W', T, 6, 6) rows of Φ_t(k)* = B_t* φ*(k, b_t)
+    task_rotation: jax.Array    # (T, 3, 3) world rotation of each task frame
 
 
-def compliance_kernel(model: Model, levels: Levels, abi: ArticulatedLevels) -> tuple[jax.Array, jax.Array]:
-    """The Υ scatter (Jain eq. 10.16 in the form of Alg. 10.3) and body world rotations.
+def compliance_kernel(topo: Topology, levels: Levels, abi: ArticulatedLevels) -> tuple[jax.Array, jax.Array]:
+    """The Υ scatter (Jain eq. 10.16 in the form of Alg. 10.3) and body world rotations, on
+    the tree ``topo`` (a whole model's, or an :class:`~sodyn.topology.AncestorSubtree`'s with
+    ``levels`` and ``abi`` restricted to it).
 
     Returns ``Υ`` ``(1, W, 6, 6)`` about each body frame and the world rotations ``(1, W, 3, 3)``.
     """
-    topo = model.topology
     dtype = levels.rel_p.dtype
     hs = hinge_vectors_by_level(levels)
 
@@ -279,15 +307,20 @@ def _frame_rows(model: Model, tasks: Sequence[ResolvedTask], dtype) -> jax.Array
     return spatial.motion_transform_matrix(m.frame_rotation[fids], m.frame_translation[fids])
 
 
-def _task_seeds(model: Model, tasks: Sequence[ResolvedTask], dtype) -> jax.Array:
-    """``(1, W, T, 6, 6)``: rows ``B_t*`` (frame motion ← body motion) at each task's body."""
-    topo = model.topology
+def _task_seeds(model: Model, subtree: AncestorSubtree, tasks: Sequence[ResolvedTask], dtype) -> jax.Array:
+    """``(1, W', T, 6, 6)``: rows ``B_t*`` (frame motion ← body motion) at each task's body."""
+    topo = subtree.topo
     xf = _frame_rows(model, tasks, dtype)
     n_t = len(tasks)
-    flat = topo.body_flat[np.array([t.body for t in tasks], dtype=np.int64)]
+    flat = _subtree_slot(subtree, [t.body for t in tasks])
     seeds = jnp.zeros((topo.width, n_t, 6, 6), dtype)
     seeds = seeds.at[flat, np.arange(n_t)].set(xf)
     return seeds.reshape(topo.layout_shape + (n_t, 6, 6))
+
+
+def _subtree_slot(subtree: AncestorSubtree, bodies) -> np.ndarray:
+    """Compact slots in ``subtree``'s layout of (full-tree) ``bodies``, all in the subtree."""
+    return subtree.topo.body_flat[subtree.local[np.asarray(bodies, dtype=np.int64)]]
 
 
 def _tasks_share_their_body(model: Model, tasks: Sequence[ResolvedTask]) -> bool:
@@ -306,6 +339,7 @@ def task_sweeps(
 ) -> TaskSweeps:
     """Riccati gather, Υ scatter and the Ψ/Φ gathers for ``tasks`` at ``q``.
 
+    The Riccati gather covers the whole tree; the others only the task bodies' ancestors.
     ``with_jacobian=False`` skips the Φ gather (``phi_rows`` is then ``None``): Λ⁻¹ and Λ
     need only Ψ and Υ.  ``with_psi=False`` (with ``with_jacobian=False``) skips the Ψ gather
     too (``psi_rows`` is then ``None``), for tasks that share their body
@@ -315,16 +349,18 @@ def task_sweeps(
     dtype = q.dtype
     levels = prepare(model, q)
     abi = articulated_levels(model, levels)
-    upsilon, rw = compliance_kernel(model, levels, abi)
+    bodies = sorted({t.body for t in tasks})
+    subtree = ancestor_subtree(topo, tuple(bodies))
+    sub_levels, sub_abi = restrict_levels(subtree, levels), restrict_articulated(subtree, abi)
+    upsilon, rw = compliance_kernel(subtree.topo, sub_levels, sub_abi)
     m = model_params(model, dtype)
     fids = np.array([t.frame for t in tasks], dtype=np.int64)
-    bodies = np.array([t.body for t in tasks], dtype=np.int64)
-    rw_body = rw.reshape((-1, 3, 3))[topo.body_flat[bodies]]
+    rw_body = rw.reshape((-1, 3, 3))[_subtree_slot(subtree, [t.body for t in tasks])]
     task_rot = spatial.mm(rw_body, m.frame_rotation[fids])
     if not (with_psi or with_jacobian):
-        return TaskSweeps(levels, abi, upsilon, rw, None, None, task_rot)
-    hs = hinge_vectors_by_level(levels)
-    seeds = _task_seeds(model, tasks, dtype)
+        return TaskSweeps(levels, abi, subtree, sub_levels, upsilon, rw, None, None, task_rot)
+    hs = hinge_vectors_by_level(sub_levels)
+    seeds = _task_seeds(model, subtree, tasks, dtype)
     n_t = len(tasks)
 
     def up(from_children, x, xk, slices):
@@ -332,7 +368,7 @@ def task_sweeps(
         r, p, seed = x
         psi = seed + psi_c  # rows: each row a body-frame force
         tb = []
-        for s, sl, (h, u, dinv) in zip(levels.subspaces, slices, xk):
+        for s, sl, (h, u, dinv) in zip(sub_levels.subspaces, slices, xk):
             f = psi[sl]
             nu = spatial.mv(_expand(dinv, 2), _h_times_force(s, h, f))
             tb.append(f - spatial.mv(_expand(u, 2), nu))  # τ̄ f = f − G H f
@@ -345,11 +381,11 @@ def task_sweeps(
 
     zero = jnp.zeros((n_t, 6, 6), dtype)
     rows, _ = gather(
-        topo, up, (zero, zero) if with_jacobian else zero, (levels.rel_r, levels.rel_p, seeds),
-        tuple(zip(hs, abi.U, abi.D_inv)),
+        subtree.topo, up, (zero, zero) if with_jacobian else zero, (sub_levels.rel_r, sub_levels.rel_p, seeds),
+        tuple(zip(hs, sub_abi.U, sub_abi.D_inv)),
     )
     psi_rows, phi_rows = rows if with_jacobian else (rows, None)
-    return TaskSweeps(levels, abi, upsilon, rw, psi_rows, phi_rows, task_rot)
+    return TaskSweeps(levels, abi, subtree, sub_levels, upsilon, rw, psi_rows, phi_rows, task_rot)
 
 
 def _rotation_6(tasks: Sequence[ResolvedTask], task_rot: jax.Array) -> jax.Array:
@@ -373,11 +409,10 @@ def _to_task_rows(tasks, task_rot, x_local: jax.Array) -> jax.Array:
 
 
 def _compliance_from_sweeps(model: Model, tasks, sw: TaskSweeps) -> jax.Array:
-    topo = model.topology
     n_t = len(tasks)
-    nca = _nearest_common_ancestors(topo.parent, [t.body for t in tasks])
+    nca = _nearest_common_ancestors(model.topology.parent, [t.body for t in tasks])
     related = nca >= 0
-    c_flat = topo.body_flat[np.where(related, nca, 0)]  # (T, T)
+    c_flat = _subtree_slot(sw.subtree, np.where(related, nca, tasks[0].body))  # (T, T)
     ups = sw.upsilon.reshape((-1, 6, 6))
     ii, jj = np.meshgrid(np.arange(n_t), np.arange(n_t), indexing="ij")
     if sw.psi_rows is None:  # every related pair on one body c: Ψ_s(c)* = B_s*
@@ -423,8 +458,9 @@ def _minv_jt_from_sweeps(model: Model, tasks, sw: TaskSweeps) -> jax.Array:
         return acc, ((), tuple(qdd))
 
     root = jnp.zeros((n_t, 6, 6), dtype)
+    psi_rows = extend_slots(sw.subtree, sw.psi_rows)  # zero off the task bodies' ancestors
     _, qdd = scatter(
-        topo, down, root, (levels.rel_r, levels.rel_p, sw.psi_rows), tuple(zip(hs, abi.U, abi.D_inv))
+        topo, down, root, (levels.rel_r, levels.rel_p, psi_rows), tuple(zip(hs, abi.U, abi.D_inv))
     )
     # per kernel (1, Wk, T, 6, nv_k) → (1, Wk, nv_k, T, 6)
     blocks = [jnp.moveaxis(b, -1, 2) for b in qdd]
@@ -434,18 +470,18 @@ def _minv_jt_from_sweeps(model: Model, tasks, sw: TaskSweeps) -> jax.Array:
 
 
 def _jacobian_from_sweeps(model: Model, tasks, sw: TaskSweeps) -> jax.Array:
-    """``J = B* φ* H*`` ``(m, nv)`` from the Φ gather: the columns of body ``k`` are ``H Φ_t(k)``."""
-    topo = model.topology
+    """``J = B* φ* H*`` ``(m, nv)`` from the Φ gather: the columns of body ``k`` are ``H Φ_t(k)``
+    (zero for the bodies that are no task body's ancestor)."""
     blocks = []
-    for s, h in zip(sw.levels.subspaces, hinge_vectors_by_level(sw.levels)):
+    for s, h in zip(sw.sub_levels.subspaces, hinge_vectors_by_level(sw.sub_levels)):
         f = sw.phi_rows[:, s.start:s.stop]  # (1, Wk, T, 6, 6)
         if s.h is not None:
             hf = jnp.sum(h[:, :, None, None, :] * f, axis=-1, keepdims=True)
         else:
             hf = spatial.mtv(s.const, f)
         blocks.append(jnp.moveaxis(hf, -1, 2))  # (1, Wk, nv_k, T, 6)
-    x = jnp.moveaxis(dofs_from_levels(topo, blocks), 0, -1)  # (T, 6, nv)
-    return _to_task_rows(tasks, sw.task_rotation, x)
+    x = extend_dofs(sw.subtree, dofs_from_levels(sw.subtree.topo, blocks))  # (nv, T, 6)
+    return _to_task_rows(tasks, sw.task_rotation, jnp.moveaxis(x, 0, -1))
 
 
 # ---------------------------------------------------------------------------
@@ -645,7 +681,7 @@ def _log_det_gradient_closed_form(model: Model, q: jax.Array) -> jax.Array:
     dtype = q.dtype
     levels = prepare(model, q)
     abi = articulated_levels(model, levels)
-    upsilon, _ = compliance_kernel(model, levels, abi)
+    upsilon, _ = compliance_kernel(topo, levels, abi)
     py = spatial.mm(abi.P, upsilon)  # (1, W, 6, 6)
     blocks = []
     for s in levels.subspaces:
