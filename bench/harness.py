@@ -142,13 +142,18 @@ def _compile_call(batched, fn, B: int, args, jit=None):
     """Compile and return ``(compiled, call_args)``: at B = 1 the single call ``jit(fn)`` on one
     sample (what a user's control loop runs), otherwise ``jit(batched)`` on the batch.  ``jit``
     is ``jax.jit`` unless given: sodyn runs under ``sodyn.jit``, its documented entry point,
-    with ``latency=True`` for the single call."""
+    with ``latency=True`` for the single call.  A ``sodyn.vmap`` batch (sodyn's, and MJX's when
+    split across devices) gets its inputs placed by ``batched.place`` first, each device's
+    share on that device, where a simulation loop's state stays between split calls (the
+    placement is not timed, as Pinocchio's inputs are NumPy arrays already in memory)."""
     import jax
 
     if B == 1:
         one = tuple(a[0] for a in args)
         single = jax.jit(fn) if jit is None else jit(fn, latency=True)
         return single.lower(*one).compile(), one
+    if hasattr(batched, "place"):  # sodyn.vmap: inputs where a split call reads them (as its outputs come)
+        args = jax.block_until_ready(batched.place(*args))
     return (jit or jax.jit)(batched).lower(*args).compile(), args
 
 

@@ -81,6 +81,17 @@ assert len(split.sharding.device_set) == 2, split.sharding  # 37 >= 2 devices x 
 small = jax.jit(sd.vmap(fd, in_axes=(None, 0, 0), chunk_size=32))(model, q, v)
 assert len(small.sharding.device_set) == 1, small.sharding  # 37 < 2 x 32: kept on one device
 np.testing.assert_allclose(small, one, rtol=1e-12, atol=1e-12)
+# place: each device's share put on it; the split call's outputs come back placed alike, so a
+# loop that feeds them back reads them where they are
+bat = sd.vmap(fd, in_axes=(None, 0, 0), chunk_size=8)
+m_, q36, v36 = bat.place(model, q[:36], v[:36])
+assert m_ is model and q36.sharding.shard_shape(q36.shape) == (18, model.nq), q36.sharding
+out36 = jax.jit(bat)(model, q36, v36)
+assert out36.sharding == v36.sharding, (out36.sharding, v36.sharding)
+np.testing.assert_allclose(out36, one[:36], rtol=1e-12, atol=1e-12)
+assert bat.place(model, q, v)[1] is q  # 37 samples do not split evenly: left where they are
+kept36 = sd.vmap(fd, in_axes=(None, 0, 0), chunk_size=32).place(model, q[:36], v[:36])[1]
+assert len(kept36.sharding.device_set) == 1  # 36 < 2 x 32: the call stays on one device, so does the batch
 # the gradient with respect to a replicated argument (the model) sums over both devices
 chain = sd.models.pendulum_chain(2)
 qc, vc = q[:, :2], v[:, :2]
@@ -93,6 +104,7 @@ solve = lambda x: jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(np.eye(
 x = jax.random.normal(jax.random.PRNGKey(2), (64, 3))
 kept = jax.jit(sd.vmap(solve, chunk_size=8))(x)
 assert len(kept.sharding.device_set) == 1, kept.sharding
+assert sd.vmap(solve, chunk_size=8).place(x)[0] is x  # not split, so not placed
 np.testing.assert_allclose(kept, jax.vmap(solve)(x), rtol=1e-12)
 # the single 6D task's Λ is closed-form (no LAPACK), so it is split
 lam = lambda q: sd.operational_space_inertia(model, q, [model.frame_names[-1]])
