@@ -19,8 +19,9 @@ whose body is traced once, so the program size does not grow with tree depth:
 * :func:`gather` (tips → base, Jain's ``φ`` sweeps, e.g. eq. 4.20 for composite inertias):
   level ``ℓ`` adds what its children at level ``ℓ + 1`` sent up.
 
-Inside a level, a parent is reached through a one-hot ``(W_s, W_s)`` matrix; with
-``W_s == 1`` (serial chains) that is elided altogether.  Values cross a segment boundary
+Inside a level, a parent is reached through a one-hot ``(W_s, W_s)`` matrix; where every
+slot's parent sits in the same slot one level up (serial chains, a quadruped's four legs),
+that is elided altogether (:attr:`Segment.identity_maps`).  Values cross a segment boundary
 through a one-hot ``(W_s, W_{s-1})`` map applied once, outside the scans.
 
 Everything outside the sweeps (joint transforms, inertias, bias forces, the products that
@@ -84,6 +85,13 @@ class Segment:
     @property
     def n_levels(self) -> int:
         return self.stop - self.start
+
+    @property
+    def identity_maps(self) -> bool:
+        """Whether every slot's parent sits in the same slot of the level above, at every level
+        (parallel chains: a quadruped's legs, a serial arm): the sweeps then pass values
+        straight down or up, with no one-hot pick."""
+        return bool(np.all(self.onehot == np.eye(self.width)))
 
     @property
     def width(self) -> int:
@@ -708,9 +716,9 @@ def scatter(
             init = _cross_down(seg.cross, carry)
         f = _step_fn(step, seg, kernel_aware)
 
-        def body(c, inp, f=f):
+        def body(c, inp, f=f, straight=seg.identity_maps):
             oh, x, xk = inp
-            return f(_from_parent(oh, c), x, xk)
+            return f(c if straight else _from_parent(oh, c), x, xk)
 
         carry, out = _scan(body, init, (seg.onehot, x, xk), reverse=False)
         outs.append(out)
@@ -739,10 +747,10 @@ def gather(
         init = _broadcast_slots(zero, seg.width) if sent is None else sent
         f = _step_fn(step, seg, kernel_aware)
 
-        def body(c, inp, f=f):
+        def body(c, inp, f=f, straight=seg.identity_maps):
             oh, x, xk = inp
             to_parent, out = f(c, x, xk)
-            return _to_parent(oh, to_parent), out
+            return (to_parent if straight else _to_parent(oh, to_parent)), out
 
         last, out = _scan(body, init, (seg.onehot, x, xk), reverse=True)
         outs.append(out)

@@ -122,3 +122,20 @@ def test_ancestor_subtree_maps_slots_kernels_and_dofs():
         )
     # the subtree of every leaf is the whole tree, and restricting to it changes nothing
     assert ancestor_subtree(topo, tuple(leaves)).is_whole_tree
+
+
+def test_parallel_chains_need_no_parent_pick():
+    """Where every slot's parent is in the same slot one level up (a serial arm, a quadruped's
+    legs) the sweeps skip the one-hot pick; a branching level keeps it."""
+    from sodyn.models import pendulum_chain
+
+    assert pendulum_chain(5).topology.segments[0].identity_maps
+    # a floating base with four three-link legs (Solo12's shape)
+    parent = np.array([-1, 0, 1, 2, 0, 4, 5, 0, 7, 8, 0, 10, 11])
+    topo = compile_topology(parent, ("free",) + ("revolute",) * 12)
+    legs = topo.segments[-1]
+    assert legs.width == 4 and legs.n_levels == 3 and legs.identity_maps
+    # two branches whose second-level bodies come in the other order: slot 0's parent is slot 1
+    tree = compile_topology(np.array([-1, 0, 0, 2, 1]), ("revolute",) * 5)
+    seg = tree.segments[-1]
+    assert seg.width == 2 and not seg.identity_maps
