@@ -398,7 +398,8 @@ class AncestorSubtree:
     quadruped foot: 4 of 13 bodies; a humanoid's hand: 10 of 45).
 
     ``topo`` is the subtree's own :class:`Topology` (its bodies in the full tree's order,
-    ``bodies[k']`` the full index of subtree body ``k'``).  ``slot_index`` ``(1, W')`` maps
+    ``bodies[k']`` the full index of subtree body ``k'``, ``local[k]`` the subtree index of
+    full body ``k``, −1 off the subtree).  ``slot_index`` ``(1, W')`` maps
     each subtree slot to a full compact slot (``W`` for the subtree's padding), and
     ``kernel_index[k']`` ``(1, W'_k)`` maps the subtree kernel ``k'``'s slots to slots of the
     full kernel ``full_kernel[k']`` (``W_k`` for padding).  ``full_slot_index`` ``(W,)`` maps
@@ -417,6 +418,7 @@ class AncestorSubtree:
 
     @property
     def is_whole_tree(self) -> bool:
+        """Whether every body is on the subtree (its layout is then the full tree's)."""
         return bool(np.all(self.local >= 0))
 
 

@@ -160,8 +160,8 @@ def prepare(model: Model, q: jax.Array) -> Levels:
 
 
 def restrict_levels(subtree: AncestorSubtree, levels: Levels) -> Levels:
-    """``levels`` on the bodies of ``subtree`` only, in its own slot layout (a reshape when the
-    subtree is the whole tree)."""
+    """``levels`` on the bodies of ``subtree`` only, in its own slot layout (``levels`` itself
+    when the subtree is the whole tree)."""
     if subtree.is_whole_tree:
         return levels
     dtype = levels.rel_p.dtype

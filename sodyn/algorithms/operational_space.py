@@ -36,10 +36,9 @@ task).  The pair blocks are ``O(T²)``; the final Cholesky solve for ``Λ`` is `
 ``m = Σ dim_t``.  The same Ψ gather also gives ``𝓜⁻¹ J*`` by one more scatter over the whole
 tree (the innovations/acceleration sweep of Alg. 9.5 with ``m`` right-hand sides,
 ``O(n · m)``) and the Jacobian ``J`` itself (the same gather with ``φ`` in place of ``ψ``).
-When all tasks on one tree sit on one body ``b``
-(a single end-effector task, say), every pair's common ancestor is ``b`` itself, where
-``Ψ_t(b) = B_t``: ``Λ⁻¹`` and ``Λ`` then skip the Ψ gather and cost the Riccati gather and
-the Υ scatter alone.
+When all tasks on one tree sit on one body ``b`` (a single end-effector task, say), every
+pair's common ancestor is ``b`` itself, where ``Ψ_t(b) = B_t``: ``Λ⁻¹`` and ``Λ`` then skip
+the Ψ gather and cost the Riccati gather and the Υ scatter alone.
 
 Tasks
 -----
