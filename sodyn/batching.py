@@ -214,7 +214,7 @@ def _chunked_vmap(fun: Callable, in_axes, chunk_size: int) -> Callable:
         static_args = [arg if a is None else None for a, arg in zip(axes, args)]
         first = jax.tree_util.tree_map(lambda x: x[0], chunks)
         # step i receives chunk i + 1 (the last step's is unused: chunk 0 again)
-        following = jax.tree_util.tree_map(lambda x: jnp.concatenate([x[1:], x[:1]]), chunks)
+        following = jax.tree_util.tree_map(lambda x: jnp.roll(x, -1, axis=0), chunks)
 
         def step(chunk_args, next_chunk_args):
             full = [c if a == 0 else s for a, c, s in zip(axes, chunk_args, static_args)]
