@@ -141,9 +141,10 @@ def _check_reference(reference: str) -> None:
         raise ValueError(f"reference must be 'local' or 'world_aligned', got {reference!r}")
 
 
-def world_subspace_columns(model: Model, levels: Levels, wr, wp) -> jax.Array:
-    """Each dof's motion axis ``H*`` as a spatial vector at the world origin, ``(nv, 6)``."""
-    topo = model.topology
+def world_subspace_blocks(levels: Levels, wr: jax.Array, wp: jax.Array) -> list[jax.Array]:
+    """Per kernel, each dof's motion axis ``H*`` as a spatial vector at the world origin in
+    world axes, ``(1, Wk, nv_k, 6)``: the rigid-body transformation ``φ*`` (Jain Ch. 1.4) carries
+    each column from its body frame to the world origin."""
     cols = []
     for s in levels.subspaces:
         hs = s.matrix()  # (..., 6, nv_k)
@@ -152,7 +153,12 @@ def world_subspace_columns(model: Model, levels: Levels, wr, wp) -> jax.Array:
         r = wr[:, s.start:s.stop, None]
         p = wp[:, s.start:s.stop, None]
         cols.append(spatial.motion_to_parent(r, p, hs))
-    return dofs_from_levels(topo, cols)
+    return cols
+
+
+def world_subspace_columns(model: Model, levels: Levels, wr, wp) -> jax.Array:
+    """Each dof's motion axis ``H*`` as a spatial vector at the world origin, ``(nv, 6)``."""
+    return dofs_from_levels(model.topology, world_subspace_blocks(levels, wr, wp))
 
 
 def frame_jacobian(model: Model, q, frame: str | int, reference: Reference = "local") -> jax.Array:

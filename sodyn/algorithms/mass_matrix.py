@@ -11,9 +11,13 @@ with ``H*_w`` and ``R_w`` the joint axes and composite inertias in world coordin
 O(N + nv²)), the ancestor mask being static.  Symmetry fills in the other triangle.
 
 In world coordinates the recursion itself loses its transforms, ``R_w(k) = M_w(k) +
-Σ_c R_w(c)``: :func:`mass_matrix` forms each body's ``M_w`` from its mass, world centre of
-mass and rotated rotational inertia, and sums subtrees with a gather of plain additions,
-which costs far less than the 6×6 congruences of the body-frame form.
+Σ_c R_w(c)``, a gather of plain additions, which costs far less than the 6×6 congruences of
+the body-frame form.  Each level of that gather forms its bodies' ``M_w`` from their mass, world
+centre of mass and rotated rotational inertia (Jain eqs. 2.6–2.8, 2.12), and emits only the
+force columns ``R_w(k) H*_w(k)`` of its dofs: the 6×6 composites never leave the sweep.
+Measured against sweeping the 6×6 world inertias in and the composites out (float64, B = 2048,
+one core, in one process): 0.70× the time on Solo12, 0.62× on Panda, 0.84× on Talos; its
+gradient 0.74–0.78×.
 """
 
 from __future__ import annotations
@@ -23,9 +27,9 @@ import jax.numpy as jnp
 
 from sodyn import spatial
 from sodyn.algorithms.common import Levels, check_vector, model_params, prepare
-from sodyn.algorithms.kinematics import world_poses_levels, world_subspace_columns
+from sodyn.algorithms.kinematics import world_poses_levels, world_subspace_blocks
 from sodyn.model import Model
-from sodyn.topology import from_levels, gather, to_levels
+from sodyn.topology import dofs_from_levels, from_levels, gather, split_slots, to_levels
 
 
 def composite_levels(model: Model, levels: Levels) -> jax.Array:
@@ -40,11 +44,23 @@ def composite_levels(model: Model, levels: Levels) -> jax.Array:
     return gather(model.topology, step, jnp.zeros((6, 6), dtype), (levels.rel_r, levels.rel_p, levels.inertia))
 
 
-def world_inertias_levels(model: Model, wr: jax.Array, wp: jax.Array) -> jax.Array:
-    """Each body's spatial inertia about the world origin in world axes, slot layout.
+def world_inertia(mass, com, rot_inertia, wr: jax.Array, wp: jax.Array) -> jax.Array:
+    """A body's spatial inertia about the world origin in world axes (Jain eqs. 2.6–2.8).
 
-    Built from the body's mass ``m``, its world centre of mass ``c_w = R c + p`` and its
-    rotational inertia in world axes ``J_w = R J_c Rᵀ`` (Jain eq. 2.5); padding slots are zero.
+    From its mass ``m``, its world centre of mass ``c_w = R c + p`` and its rotational
+    inertia about the centre of mass in world axes ``J_w = R J_c Rᵀ``.
+    """
+    com_world = spatial.mv(wr, com) + wp
+    rot_inertia_world = spatial.mm(wr, spatial.mm(rot_inertia, spatial.transpose(wr)))
+    return spatial.spatial_inertia(mass, com_world, rot_inertia_world)
+
+
+def world_force_columns(model: Model, wr: jax.Array, wp: jax.Array, axes: list[jax.Array]) -> list[jax.Array]:
+    """Per kernel, ``R_w(k) H*_w(k)`` for each dof of each body, ``(1, Wk, nv_k, 6)``.
+
+    One gather: ``R_w(k) = M_w(k) + Σ_c R_w(c)`` about the world origin in world axes, with
+    ``axes`` the per-kernel world joint axes ``H*_w`` (:func:`world_subspace_blocks`).
+    Padding slots have zero mass and contribute nothing.
     """
     topo = model.topology
     dtype = wp.dtype
@@ -52,31 +68,26 @@ def world_inertias_levels(model: Model, wr: jax.Array, wp: jax.Array) -> jax.Arr
     mass = to_levels(topo, m.mass, jnp.zeros((), dtype))
     com = to_levels(topo, m.com, jnp.zeros(3, dtype))
     rot_inertia = to_levels(topo, m.inertia, jnp.zeros((3, 3), dtype))
-    com_world = spatial.mv(wr, com) + wp
-    rot_inertia_world = spatial.mm(wr, spatial.mm(rot_inertia, spatial.transpose(wr)))
-    return spatial.spatial_inertia(mass, com_world, rot_inertia_world)
 
+    def step(from_children, x, axes_l, slices):
+        comp = world_inertia(*x) + from_children
+        columns = tuple(spatial.mv(c[:, None], h) for c, h in zip(split_slots(comp, slices), axes_l))
+        return comp, ((), columns)
 
-def world_composite_levels(model: Model, wr: jax.Array, wp: jax.Array) -> jax.Array:
-    """Composite inertias ``R_w(k) = Σ_{j ∈ subtree(k)} M_w(j)`` about the world origin, world axes."""
-
-    def step(from_children, inertia):
-        comp = inertia + from_children
-        return comp, comp
-
-    zero = jnp.zeros((6, 6), wp.dtype)
-    return gather(model.topology, step, zero, world_inertias_levels(model, wr, wp))
+    zero = jnp.zeros((6, 6), dtype)
+    _, columns = gather(topo, step, zero, (mass, com, rot_inertia, wr, wp), tuple(axes))
+    return list(columns)
 
 
 def mass_matrix(model: Model, q) -> jax.Array:
-    """The joint-space mass matrix ``𝓜(q)`` ``(nv, nv)``, armature included."""
+    """The joint-space mass matrix ``𝓜(q)`` ``(nv, nv)``, armature included (Jain eq. 4.20)."""
     q = check_vector(model, q, model.nq, "q")
     topo = model.topology
     levels = prepare(model, q)
     wr, wp = world_poses_levels(levels, topo)
-    comp_world = from_levels(topo, world_composite_levels(model, wr, wp))
-    axes = world_subspace_columns(model, levels, wr, wp)  # (nv, 6): H*_w per dof
-    f = spatial.mv(comp_world[topo.dof_body], axes)  # R_w(k) H*_w(k) per dof
+    axes_blocks = world_subspace_blocks(levels, wr, wp)
+    axes = dofs_from_levels(topo, axes_blocks)  # (nv, 6): H*_w per dof
+    f = dofs_from_levels(topo, world_force_columns(model, wr, wp, axes_blocks))  # R_w(k) H*_w(k) per dof
     outer = jnp.sum(axes[:, None, :] * f[None, :, :], axis=-1)  # H*_w(i)ᵀ R_w(k) H*_w(k)
     ancestor = topo.support[topo.dof_body].T  # [i, k]: dof i's body is k's body or an ancestor
     strict = ancestor & (topo.dof_body[:, None] != topo.dof_body[None, :])
