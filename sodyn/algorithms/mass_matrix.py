@@ -55,6 +55,18 @@ def world_inertia(mass, com, rot_inertia, wr: jax.Array, wp: jax.Array) -> jax.A
     return spatial.spatial_inertia(mass, com_world, rot_inertia_world)
 
 
+def mass_parameter_levels(model: Model, dtype) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """Each body's mass ``(1, W)``, centre of mass ``(1, W, 3)`` and rotational inertia about
+    it ``(1, W, 3, 3)`` in the slot layout, zero for padding (the inputs of :func:`world_inertia`)."""
+    topo = model.topology
+    m = model_params(model, dtype)
+    return (
+        to_levels(topo, m.mass, jnp.zeros((), dtype)),
+        to_levels(topo, m.com, jnp.zeros(3, dtype)),
+        to_levels(topo, m.inertia, jnp.zeros((3, 3), dtype)),
+    )
+
+
 def world_force_columns(model: Model, wr: jax.Array, wp: jax.Array, axes: list[jax.Array]) -> list[jax.Array]:
     """Per kernel, ``R_w(k) H*_w(k)`` for each dof of each body, ``(1, Wk, nv_k, 6)``.
 
@@ -64,10 +76,6 @@ def world_force_columns(model: Model, wr: jax.Array, wp: jax.Array, axes: list[j
     """
     topo = model.topology
     dtype = wp.dtype
-    m = model_params(model, dtype)
-    mass = to_levels(topo, m.mass, jnp.zeros((), dtype))
-    com = to_levels(topo, m.com, jnp.zeros(3, dtype))
-    rot_inertia = to_levels(topo, m.inertia, jnp.zeros((3, 3), dtype))
 
     def step(from_children, x, axes_l, slices):
         comp = world_inertia(*x) + from_children
@@ -75,7 +83,7 @@ def world_force_columns(model: Model, wr: jax.Array, wp: jax.Array, axes: list[j
         return comp, ((), columns)
 
     zero = jnp.zeros((6, 6), dtype)
-    _, columns = gather(topo, step, zero, (mass, com, rot_inertia, wr, wp), tuple(axes))
+    _, columns = gather(topo, step, zero, mass_parameter_levels(model, dtype) + (wr, wp), tuple(axes))
     return list(columns)
 
 
