@@ -1,5 +1,4 @@
-"""Articulated-body inertias, O(N) forward dynamics, the SOA inverse of the mass matrix and
-``log det 𝓜``.
+"""Articulated-body inertias in body frames: the Riccati quantities, ``𝓜⁻¹ x`` and ``log det 𝓜``.
 
 Riccati recursion (Jain Alg. 6.1 / 7.1, tree form §9.4; one gather, tips to base):
 
@@ -8,23 +7,22 @@ Riccati recursion (Jain Alg. 6.1 / 7.1, tree form §9.4; one gather, tips to bas
     τ̄(k) = I − G(k) H(k),                   P⁺(k) = τ̄(k) P(k)
     ψ(℘(k), k) = φ(℘(k), k) τ̄(k),           K(℘(k), k) = φ(℘(k), k) G(k)
 
-Innovations (Alg. 7.2, gather) and accelerations (scatter), the O(N) AB forward dynamics of
-Lemma 7.6 with gravity, external forces, damping and armature:
+Innovations (Alg. 7.2, gather) and accelerations (scatter):
 
     z(k) = P(k) a(k) + b(k) − f_ext(k) + Σ_c φ(k, c) z⁺(c)
     ε(k) = T(k) − H(k) z(k),   ν(k) = D⁻¹(k) ε(k),   z⁺(k) = z(k) + G(k) ε(k)
     α⁺(k) = φ*(℘(k), k) α(℘(k)),   θ̈(k) = ν(k) − G*(k) α⁺(k),   α(k) = α⁺(k) + H*(k) θ̈(k) + a(k)
 
 With ``a = b = 0`` and ``T = x`` these compute ``𝓜⁻¹ x = [I − HψK]* D⁻¹ [I − HψK] x``
-(Lemma 7.5), which gives :func:`inverse_mass_matrix_times` in O(N), and
-:func:`inverse_mass_matrix` as ``N* D N`` from the innovations ``N = D⁻¹ [I − HψK]`` of the
-unit vectors (one gather per column, O(N · nv), and one nv × nv product), without forming or
-factoring 𝓜.
-``log det 𝓜 = Σ_k log det D(k)`` (Lemma 7.3).
+(Lemma 7.5), :func:`inverse_mass_matrix_times` in O(N) without forming or factoring 𝓜, and
+``log det 𝓜 = Σ_k log det D(k)`` (Lemma 7.3).  The operational-space recursions build on
+these body-frame quantities.  Forward dynamics and the full ``𝓜⁻¹`` run the same recursions
+in world axes (:mod:`sodyn.algorithms.world_articulated`), where the ``φ`` vanish.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import jax
@@ -33,20 +31,13 @@ import jax.numpy as jnp
 from sodyn import spatial
 from sodyn.algorithms.common import (
     Levels,
-    check_state,
     check_vector,
     gravity_acceleration,
     hinge_vectors_by_level,
     model_params,
     prepare,
 )
-from sodyn.algorithms.inverse_dynamics import inverse_dynamics
-from sodyn.algorithms.kinematics import (
-    velocities_and_accelerations_levels,
-    world_poses_levels,
-    world_subspace_blocks,
-)
-from sodyn.algorithms.mass_matrix import mass_parameter_levels, world_inertia
+from sodyn.algorithms.kinematics import velocities_and_accelerations_levels
 from sodyn.model import Model
 from sodyn.topology import (
     AncestorSubtree,
@@ -217,47 +208,10 @@ def _innovations(model: Model, levels: Levels, abi: ArticulatedLevels, z_local: 
     return nus
 
 
-def forward_dynamics(model: Model, q, v, tau, f_ext=None) -> jax.Array:
-    """Joint accelerations ``θ̈`` by the O(N) articulated-body algorithm (Jain Lemma 7.6).
-
-    Gravity, external forces ``f_ext`` ``(n_bodies, 6)`` (body frame), joint damping
-    (``τ − damping ⊙ v``) and armature (added to ``D``) are included, consistently with
-    :func:`sodyn.inverse_dynamics`.  The Riccati and innovations recursions run fused in one
-    gather (Jain Alg. 7.1 and 7.2 share their tip-to-base sweep), then one scatter.
-
-    Derivatives (forward and reverse mode, with respect to the model's parameters too) come
-    from the implicit function theorem on ``ID(q, v, θ̈) = τ`` rather than from
-    differentiating the recursions: ``dθ̈ = 𝓜⁻¹ (dτ − ∂ID/∂(q, v, params, f_ext) · d(…))``,
-    with ``𝓜⁻¹`` applied in O(N) by the innovations sweeps (Lemma 7.5) on the Riccati
-    quantities of the forward pass, and the partials of ID at fixed ``θ̈`` by differentiating
-    the Newton–Euler recursions (Carpentier & Mansard's analytical ABA derivatives take the
-    same route).
-    """
-    q, v, tau, f_ext = check_state(model, q, v, tau, "tau", f_ext)
-    return _forward_dynamics(model, q, v, tau, f_ext)
-
-
-@jax.custom_jvp
-def _forward_dynamics(model: Model, q, v, tau, f_ext):
-    return _articulated_forward(model, q, v, tau, f_ext)[0]
-
-
-@_forward_dynamics.defjvp
-def _forward_dynamics_jvp(primals, tangents):
-    model, q, v, tau, f_ext = primals
-    d_model, dq, dv, dtau, df = tangents
-    qdd, levels, us, dinvs = _articulated_forward(model, q, v, tau, f_ext)
-
-    def id_at_fixed_acceleration(m, q, v, f):
-        return inverse_dynamics(m, q, v, qdd, f)
-
-    _, d_id = jax.jvp(id_at_fixed_acceleration, (model, q, v, f_ext), (d_model, dq, dv, df))
-    abi = ArticulatedLevels(None, None, us, None, dinvs)
-    return qdd, _inverse_times_levels(model, levels, abi, dtau - d_id)
-
-
-def _articulated_forward(model: Model, q, v, tau, f_ext):
-    """The fused ABA; returns ``θ̈`` and the Riccati quantities ``U``, ``D⁻¹`` (per kernel)."""
+def body_frame_forward(model: Model, q, v, tau, f_ext) -> tuple[jax.Array, Callable[[jax.Array], jax.Array]]:
+    """The fused ABA in body frames (Jain Lemma 7.6): ``θ̈`` and ``x ↦ 𝓜⁻¹ x`` on its Riccati
+    quantities (Lemma 7.5).  Forward dynamics takes this path below float64
+    (:mod:`sodyn.algorithms.world_articulated` explains why)."""
     dtype = q.dtype
     topo = model.topology
     m = model_params(model, dtype)
@@ -292,7 +246,8 @@ def _articulated_forward(model: Model, q, v, tau, f_ext):
     )
     nus, us, dinvs = _unzip(per_kernel, 3)
     qdd = _accelerations(model, levels, coriolis, nus, us, dinvs, gravity_acceleration(m, dtype))
-    return qdd, levels, us, dinvs
+    abi = ArticulatedLevels(None, None, us, None, dinvs)
+    return qdd, lambda x: _inverse_times_levels(model, levels, abi, x)
 
 
 def _inverse_times_levels(model: Model, levels: Levels, abi: ArticulatedLevels, x: jax.Array) -> jax.Array:
@@ -313,76 +268,32 @@ def inverse_mass_matrix_times(model: Model, q, x) -> jax.Array:
     return _inverse_times_levels(model, levels, abi, x)
 
 
-def world_riccati_levels(model: Model, wr: jax.Array, wp: jax.Array, axes: list[jax.Array]) -> tuple:
-    """The Riccati recursion (Jain Alg. 7.1) about the world origin in world axes.
-
-    There every ``φ`` is the identity, so the gather adds the children's ``P⁺`` with no
-    congruence, ``P(k) = M_w(k) + Σ_c P⁺(c)``, with ``M_w`` each body's world inertia
-    (:func:`~sodyn.algorithms.mass_matrix.world_inertia`) and ``axes`` the world joint axes
-    ``H*_w`` per kernel ``(1, Wk, nv_k, 6)`` (:func:`world_subspace_blocks`).  Returns, per
-    kernel, ``(U, D, D⁻¹)`` with ``U`` stored as rows ``(1, Wk, nv_k, 6)`` (row ``i`` is
-    ``P H*_w`` for dof ``i``).  ``D`` and ``D⁻¹`` are frame-invariant and equal those of the
-    body-frame recursion.  Padding slots get a unit armature so that their ``D`` stays
-    invertible (their world axes are zero); nothing they compute reaches a real body.
-    """
-    topo = model.topology
-    dtype = wp.dtype
-    arm_blocks = dofs_to_levels(topo, model_params(model, dtype).armature, 1.0)
-
-    def step(from_children, x, xk, slices):
-        big_p = world_inertia(*x) + from_children
-        p_plus, per_kernel = [], []
-        for pk, (h, arm) in zip(split_slots(big_p, slices), xk):
-            u = spatial.mv(pk[:, None], h)  # (Wk, nv_k, 6): P H*
-            d = jnp.sum(h[:, :, None, :] * u[:, None, :, :], axis=-1)  # H P H*
-            d = d + arm[..., None] * jnp.eye(d.shape[-1], dtype=dtype)
-            dinv = spatial.spd_inverse(d)
-            g = jnp.sum(dinv[..., None] * u[:, None, :, :], axis=-2)  # rows of G* = D⁻¹ U*
-            p_plus.append(pk - jnp.sum(u[:, :, :, None] * g[:, :, None, :], axis=1))  # P − U D⁻¹ U*
-            per_kernel.append((u, d, dinv))
-        return jnp.concatenate(p_plus, axis=0), ((), tuple(per_kernel))
-
-    _, per_kernel = gather(
-        topo, step, jnp.zeros((6, 6), dtype), mass_parameter_levels(model, dtype) + (wr, wp),
-        tuple(zip(axes, arm_blocks)),
-    )
-    return per_kernel
-
-
-def inverse_mass_matrix(model: Model, q) -> jax.Array:
-    """``𝓜⁻¹`` ``(nv, nv)`` from ``[I − HψK]* D⁻¹ [I − HψK]`` (Jain eq. 7.20), 𝓜 never formed.
-
-    With ``N = D⁻¹ [I − HψK]`` (the innovations ``ν`` of the unit vectors, Lemma 7.5),
-    ``𝓜⁻¹ = N* D N = Σ_c ν_c(e_a) · D ν_c(e_b)``.  The Riccati recursion and the innovations
-    of all unit vectors run about the world origin in world axes, where the transforms
-    between bodies are identities: the gathers are sums, ``z(k) = Σ_c z⁺(c)``,
-    ``ν = D⁻¹ (e − H_w z)``, ``z⁺ = z + U_w ν``.  The unit vectors are swept together, each
-    segment of levels carrying only the columns its subtrees can see, and the sum over ``c``
-    is formed per subtree (:mod:`sodyn.unit_columns`).  Measured against body-frame sweeps of
-    ``nv`` full columns and one ``nv × nv`` product (float64, B = 2048, one core, in one
-    process): 0.64× the time on Panda, 0.63× on Solo12.
-    """
-    q = check_vector(model, q, model.nq, "q")
+def body_frame_inverse_mass_matrix(model: Model, q: jax.Array) -> jax.Array:
+    """``𝓜⁻¹ = N* D N`` in body frames, ``N = D⁻¹ [I − HψK]`` the innovations of the unit
+    vectors (Lemma 7.5), swept together with columns shared between subtrees
+    (:mod:`sodyn.unit_columns`).  The inverse mass matrix takes this path below float64
+    (:mod:`sodyn.algorithms.world_articulated` explains why)."""
     topo = model.topology
     levels = prepare(model, q)
-    wr, wp = world_poses_levels(levels, topo)
-    axes = world_subspace_blocks(levels, wr, wp)
-    riccati = world_riccati_levels(model, wr, wp, axes)
+    abi = articulated_levels(model, levels)
 
-    def step(z, xk, slices):
+    def step(z, x, xk, slices):
+        r, p = x
         z_plus, outs = [], []
-        for zk, ((h, u, d, dinv), unit) in zip(split_slots(z, slices), xk):
-            eps = unit - jnp.sum(h[:, None] * zk[:, :, None, :], axis=-1)  # (Wk, C, nv_k): e − H z
-            nu = jnp.sum(dinv[:, None] * eps[:, :, None, :], axis=-1)
-            z_plus.append(zk + jnp.sum(u[:, None] * nu[..., None], axis=-2))
-            outs.append((nu, jnp.sum(d[:, None] * nu[:, :, None, :], axis=-1)))
-        return jnp.concatenate(z_plus, axis=0), tuple(outs)
+        for s, sl, zk, ((h, u, d, dinv), unit) in zip(levels.subspaces, slices, split_slots(z, slices), xk):
+            sub = s.at_level(h, sl)
+            if sub.h is not None:
+                sub = sub._replace(h=sub.h[:, None])  # the slot's axis, broadcast over columns
+            nu = spatial.mv(dinv[:, None], unit - sub.transpose_times(zk))  # (Wk, C, nv_k)
+            z_plus.append(zk + spatial.mv(u[:, None], nu))
+            outs.append((nu, spatial.mv(d[:, None], nu)))
+        return spatial.force_to_parent(r[:, None], p[:, None], jnp.concatenate(z_plus, axis=0)), tuple(outs)
 
-    kernel_xs = tuple((h,) + r for h, r in zip(axes, riccati))
-    per_segment = gather_unit_columns(topo, step, 6, kernel_xs, q.dtype)
-    nus = [[o[0] for o in seg] for seg in per_segment]
-    d_nus = [[o[1] for o in seg] for seg in per_segment]
-    minv = sum_of_column_products(topo, nus, d_nus)
+    kernel_xs = tuple(zip(hinge_vectors_by_level(levels), abi.U, abi.D, abi.D_inv))
+    per_segment = gather_unit_columns(topo, step, 6, (levels.rel_r, levels.rel_p), kernel_xs, q.dtype)
+    minv = sum_of_column_products(
+        topo, [[o[0] for o in seg] for seg in per_segment], [[o[1] for o in seg] for seg in per_segment]
+    )
     return 0.5 * (minv + minv.T)
 
 

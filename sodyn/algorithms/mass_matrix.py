@@ -27,7 +27,7 @@ import jax.numpy as jnp
 
 from sodyn import spatial
 from sodyn.algorithms.common import Levels, check_vector, model_params, prepare
-from sodyn.algorithms.kinematics import world_poses_levels, world_subspace_blocks
+from sodyn.algorithms.kinematics import centred_world_poses_levels, world_subspace_blocks
 from sodyn.model import Model
 from sodyn.topology import dofs_from_levels, from_levels, gather, split_slots, to_levels
 
@@ -92,7 +92,7 @@ def mass_matrix(model: Model, q) -> jax.Array:
     q = check_vector(model, q, model.nq, "q")
     topo = model.topology
     levels = prepare(model, q)
-    wr, wp = world_poses_levels(levels, topo)
+    wr, wp = centred_world_poses_levels(levels, topo)
     axes_blocks = world_subspace_blocks(levels, wr, wp)
     axes = dofs_from_levels(topo, axes_blocks)  # (nv, 6): H*_w per dof
     f = dofs_from_levels(topo, world_force_columns(model, wr, wp, axes_blocks))  # R_w(k) H*_w(k) per dof
