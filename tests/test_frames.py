@@ -8,13 +8,15 @@ import pytest
 
 import sodyn as sd
 from sodyn.algorithms.articulated import body_frame_forward, body_frame_inverse_mass_matrix
+from sodyn.algorithms.kinematics import MASKED_VELOCITY_SLOTS
 from sodyn.algorithms.world_articulated import in_world_axes
 from sodyn.models import random_tree
 
 jax.config.update("jax_enable_x64", True)
 
 TREES = [dict(n_bodies=11, seed=21, floating_base=True, armature=0.01, damping=0.2),
-         dict(n_bodies=13, seed=22, floating_base=False)]
+         dict(n_bodies=13, seed=22, floating_base=False),
+         dict(n_bodies=26, seed=23, floating_base=True)]
 
 
 def _state(model, seed):
@@ -30,7 +32,12 @@ def test_world_axes_serve_float64_only():
     assert not in_world_axes(jnp.float32) and not in_world_axes(jnp.bfloat16)
 
 
-@pytest.mark.parametrize("spec", TREES, ids=["floating", "fixed"])
+def test_trees_take_both_velocity_paths():
+    widths = [random_tree(**spec).topology.width for spec in TREES]
+    assert min(widths) <= MASKED_VELOCITY_SLOTS < max(widths)
+
+
+@pytest.mark.parametrize("spec", TREES, ids=["floating", "fixed", "wide"])
 def test_world_and_body_frame_recursions_agree_in_float64(spec):
     model = random_tree(**spec)
     q, v, tau, f_ext = _state(model, spec["seed"])

@@ -61,6 +61,17 @@ def world_poses_levels(levels: Levels, topo) -> tuple[jax.Array, jax.Array]:
     return scatter(topo, step, root, (levels.rel_r, levels.rel_p))
 
 
+def _centred_levels(levels: Levels, topo) -> Levels:
+    """``levels`` with the roots' placements taken relative to the first body's origin."""
+    root = int(topo.body_flat[0])
+    real = topo.body_slot < topo.n_bodies
+    is_root = jnp.asarray(real & (topo.body_level[np.where(real, topo.body_slot, 0)] == 0))
+    # subtract o from the roots' own placements, not from composed world positions: no
+    # cancellation between large numbers (the first body's becomes exactly zero)
+    rel_p = jnp.where(is_root[..., None], levels.rel_p - levels.rel_p[:, root:root + 1], levels.rel_p)
+    return levels._replace(rel_p=rel_p)
+
+
 def centred_world_poses_levels(levels: Levels, topo) -> tuple[jax.Array, jax.Array]:
     """Body poses in world axes about the first body's origin ``o`` (``p − o`` for each body).
 
@@ -70,13 +81,7 @@ def centred_world_poses_levels(levels: Levels, topo) -> tuple[jax.Array, jax.Arr
     order ``m |p|²`` whose cancellations cost accuracy (float32 above all); about its own
     origin it carries none.
     """
-    root = int(topo.body_flat[0])
-    real = topo.body_slot < topo.n_bodies
-    is_root = jnp.asarray(real & (topo.body_level[np.where(real, topo.body_slot, 0)] == 0))
-    # subtract o from the roots' own placements, not from composed world positions: no
-    # cancellation between large numbers (the first body's becomes exactly zero)
-    rel_p = jnp.where(is_root[..., None], levels.rel_p - levels.rel_p[:, root:root + 1], levels.rel_p)
-    return world_poses_levels(levels._replace(rel_p=rel_p), topo)
+    return world_poses_levels(_centred_levels(levels, topo), topo)
 
 
 @functools.lru_cache(maxsize=128)
@@ -91,31 +96,52 @@ def _slot_ancestors(topo) -> np.ndarray:
     return anc
 
 
-#: Up to this many slots, world velocities are one masked sum over ancestor slots (O(W²),
-#: no sweep); wider trees sweep.  Measured (forward dynamics, float64, one core, B = 2048):
-#: the sum takes 0.91× the sweep's time on Panda (9 slots), 0.96× on Solo12 (13), 2.2× on
-#: Talos (53).
+#: Up to this many slots, world velocities are one masked sum over ancestor slots after the
+#: poses' sweep (O(W²), no sweep of their own); wider trees carry them in the poses' sweep.
+#: Measured (forward dynamics, float64, one core, B = 2048): the sum takes 0.91× the time of a
+#: sweep of its own on Panda (9 slots), 0.96× on Solo12 (13), 2.2× on Talos (53).
 MASKED_VELOCITY_SLOTS = 16
 
 
-def world_velocities_levels(topo, axes: list[jax.Array], v_blocks: list[jax.Array]) -> tuple[jax.Array, jax.Array]:
-    """Spatial velocities in world axes ``V_w(k) = V_w(℘(k)) + H*_w(k) θ̇(k)`` (Jain eq. 3.19
-    with every ``φ`` the identity) and the joint terms ``H*_w θ̇``, both ``(1, W, 6)``, from the
-    world joint axes ``axes`` (:func:`world_subspace_blocks`) and per-kernel ``θ̇`` blocks.
+class WorldKinematics(NamedTuple):
+    """Centred world poses (:func:`centred_world_poses_levels`), world joint axes per kernel
+    ``(1, Wk, nv_k, 6)``, and spatial velocities ``V_w`` and joint terms ``H*_w θ̇`` in world
+    axes ``(1, W, 6)``."""
 
-    The world velocity of a body is the sum of its ancestors' joint terms: a masked sum for
-    narrow trees (:data:`MASKED_VELOCITY_SLOTS`), a scatter of additions otherwise.
+    rotation: jax.Array
+    translation: jax.Array
+    axes: list[jax.Array]
+    velocity: jax.Array
+    joint_velocity: jax.Array
+
+
+def world_kinematics_levels(levels: Levels, topo, v_blocks: list[jax.Array]) -> WorldKinematics:
+    """Poses, joint axes and velocities in world axes about the first body's origin, with
+    ``V_w(k) = V_w(℘(k)) + H*_w(k) θ̇(k)`` (Jain eq. 3.19 with every ``φ`` the identity).
+
+    A body's world velocity is the sum of its ancestors' joint terms: a masked sum for narrow
+    trees (:data:`MASKED_VELOCITY_SLOTS`); wider trees (long chains) add them up in the poses'
+    sweep, one sweep rather than two.
     """
-    joint = jnp.concatenate([jnp.sum(a * x[..., None], axis=-2) for a, x in zip(axes, v_blocks)], axis=1)
+    levels = _centred_levels(levels, topo)
     if topo.width <= MASKED_VELOCITY_SLOTS:
+        wr, wp = world_poses_levels(levels, topo)
+        axes = world_subspace_blocks(levels, wr, wp)
+        joint = jnp.concatenate([jnp.sum(a * x[..., None], axis=-2) for a, x in zip(axes, v_blocks)], axis=1)
         anc = jnp.asarray(_slot_ancestors(topo), joint.dtype)
-        return jnp.sum(anc[None, :, :, None] * joint[:, None, :, :], axis=2), joint
+        return WorldKinematics(wr, wp, axes, jnp.sum(anc[None, :, :, None] * joint[:, None, :, :], axis=2), joint)
 
     def step(parent, x):
-        vel = parent + x
-        return vel, vel
+        (pr, pp, pv), (r, p, joint_local) = parent, x
+        wr, wp = spatial.compose(pr, pp, r, p)
+        joint = spatial.motion_to_parent(wr, wp, joint_local)
+        vel = pv + joint
+        return (wr, wp, vel), (wr, wp, vel, joint)
 
-    return scatter(topo, step, jnp.zeros(6, joint.dtype), joint), joint
+    dtype = levels.rel_p.dtype
+    root = (jnp.eye(3, dtype=dtype), jnp.zeros(3, dtype), jnp.zeros(6, dtype))
+    wr, wp, vel, joint = scatter(topo, step, root, (levels.rel_r, levels.rel_p, joint_motion(levels, v_blocks)))
+    return WorldKinematics(wr, wp, world_subspace_blocks(levels, wr, wp), vel, joint)
 
 
 def frame_poses(model: Model, body_r: jax.Array, body_p: jax.Array) -> Poses:

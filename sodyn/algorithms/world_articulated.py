@@ -39,7 +39,7 @@ from sodyn import spatial
 from sodyn.algorithms.articulated import body_frame_forward, body_frame_inverse_mass_matrix
 from sodyn.algorithms.common import check_state, check_vector, gravity_acceleration, model_params, prepare
 from sodyn.algorithms.inverse_dynamics import inverse_dynamics
-from sodyn.algorithms.kinematics import centred_world_poses_levels, world_subspace_blocks, world_velocities_levels
+from sodyn.algorithms.kinematics import centred_world_poses_levels, world_kinematics_levels, world_subspace_blocks
 from sodyn.algorithms.mass_matrix import mass_parameter_levels, world_inertia
 from sodyn.model import Model
 from sodyn.topology import dofs_from_levels, dofs_to_levels, gather, scatter, split_slots, to_levels
@@ -182,8 +182,7 @@ def _articulated_forward(model: Model, q, v, tau, f_ext):
     dtype = q.dtype
     topo = model.topology
     m = model_params(model, dtype)
-    wr, wp, axes = _world_frame(model, q)
-    vel, joint_motion = world_velocities_levels(topo, axes, dofs_to_levels(topo, v, 0.0))
+    wr, wp, axes, vel, joint_motion = world_kinematics_levels(prepare(model, q), topo, dofs_to_levels(topo, v, 0.0))
     coriolis = spatial.motion_cross(vel, joint_motion)
     inertia = world_inertia(*mass_parameter_levels(model, dtype), wr, wp)
     bias = spatial.force_cross(vel, spatial.mv(inertia, vel))
