@@ -129,8 +129,8 @@ def forward_dynamics(model: Model, q, v, tau, f_ext=None) -> jax.Array:
     :func:`sodyn.inverse_dynamics`.  The Riccati and innovations recursions run fused in one
     gather (Jain Alg. 7.1 and 7.2 share their tip-to-base sweep), then one scatter; world
     poses take a third.  Measured against the body-frame recursions (float64, one core, in one
-    process): 0.82× the time on Panda, 0.86× on Solo12 at B = 2048; a single Panda call
-    0.78×.
+    process): 0.82–0.86× the time on Panda, 0.86–0.90× on Solo12, 0.99× on Talos at B = 2048; a
+    single Panda call 0.79–0.80×.
 
     Derivatives (forward and reverse mode, with respect to the model's parameters too) come
     from the implicit function theorem on ``ID(q, v, θ̈) = τ`` rather than from
@@ -239,7 +239,7 @@ def inverse_mass_matrix(model: Model, q) -> jax.Array:
     each segment of levels carrying only the columns its subtrees can see, and the sum over
     ``c`` is formed per subtree (:mod:`sodyn.unit_columns`).  Measured against body-frame
     sweeps of ``nv`` full columns and one ``nv × nv`` product (float64, B = 2048, one core, in
-    one process): 0.64× the time on Panda, 0.63× on Solo12, 0.65× on Talos.
+    one process): 0.63× the time on Panda, 0.61–0.63× on Solo12, 0.59–0.65× on Talos.
     """
     q = check_vector(model, q, model.nq, "q")
     if not in_world_axes(q.dtype):
