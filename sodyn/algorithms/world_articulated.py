@@ -121,8 +121,8 @@ def _accelerations(topo, axes, nus, gs, coriolis, root_acceleration) -> jax.Arra
 
 
 def forward_dynamics(model: Model, q, v, tau, f_ext=None) -> jax.Array:
-    """Joint accelerations ``θ̈`` by the O(N) articulated-body algorithm (Jain Lemma 7.6) in
-    world axes (module docstring).
+    """Joint accelerations ``θ̈`` by the O(N) articulated-body algorithm (Jain Lemma 7.6), in
+    world axes for float64 and in body frames below it (module docstring).
 
     Gravity, external forces ``f_ext`` ``(n_bodies, 6)`` (body frame), joint damping
     (``τ − damping ⊙ v``) and armature (added to ``D``) are included, consistently with
@@ -235,7 +235,8 @@ def inverse_mass_matrix(model: Model, q) -> jax.Array:
 
     With ``N = D⁻¹ [I − HψK]`` (the innovations ``ν`` of the unit vectors, Lemma 7.5),
     ``𝓜⁻¹ = N* D N = Σ_c ν_c(e_a) · D ν_c(e_b)``.  The Riccati recursion and the innovations
-    of all unit vectors run in world axes (module docstring), the unit vectors swept together,
+    of all unit vectors run in world axes (float64; body frames below it, see the module
+    docstring), the unit vectors swept together,
     each segment of levels carrying only the columns its subtrees can see, and the sum over
     ``c`` is formed per subtree (:mod:`sodyn.unit_columns`).  Measured against body-frame
     sweeps of ``nv`` full columns and one ``nv × nv`` product (float64, B = 2048, one core, in
