@@ -6,7 +6,8 @@ every rigid-body transformation ``φ(℘(k), k)`` of Jain's recursions is the id
 tip-to-base gathers add what the children send and the base-to-tip scatters pass the parent's
 value on, with no 6 × 6 congruence or spatial transform per level.  The joint axes ``H*_w``,
 the body inertias ``M_w`` (Jain eqs. 2.6–2.8), velocities and bias terms are formed once for
-all bodies outside the sweeps.  With ``V_w(k) = Σ_{j ≼ k} H*_w(j) θ̇(j)``:
+all bodies outside the Riccati and acceleration sweeps (velocities inside the poses' sweep for
+wide trees, :func:`~sodyn.algorithms.kinematics.world_kinematics_levels`).  With ``V_w(k) = Σ_{j ≼ k} H*_w(j) θ̇(j)``:
 
     a(k) = V_w(k) ×ₘ H*_w(k) θ̇(k),     b(k) = V_w(k) ×_f M_w(k) V_w(k)          (eq. 5.14)
     P(k) = M_w(k) + Σ_c P⁺(c),         z(k) = P(k) a(k) + b(k) − f_ext(k) + Σ_c z⁺(c)
@@ -66,13 +67,6 @@ def _innovation_kernel(z, h, u, dinv, t):
     ``u`` ``(..., nv_k, 6)``, forces ``z`` ``(..., 6)`` and joint forces ``t`` ``(..., nv_k)``."""
     nu = jnp.sum(dinv * (t - jnp.sum(h * z[..., None, :], axis=-1))[..., None, :], axis=-1)
     return z + jnp.sum(u * nu[..., None], axis=-2), nu
-
-
-def _world_frame(model: Model, q):
-    """Centred world poses and the world joint axes per kernel ``(1, Wk, nv_k, 6)``."""
-    levels = prepare(model, q)
-    wr, wp = centred_world_poses_levels(levels, model.topology)
-    return wr, wp, world_subspace_blocks(levels, wr, wp)
 
 
 def world_riccati_levels(model: Model, wr: jax.Array, wp: jax.Array, axes: list[jax.Array]) -> tuple:
@@ -246,7 +240,9 @@ def inverse_mass_matrix(model: Model, q) -> jax.Array:
     if not in_world_axes(q.dtype):
         return body_frame_inverse_mass_matrix(model, q)
     topo = model.topology
-    wr, wp, axes = _world_frame(model, q)
+    levels = prepare(model, q)
+    wr, wp = centred_world_poses_levels(levels, topo)
+    axes = world_subspace_blocks(levels, wr, wp)
     riccati = world_riccati_levels(model, wr, wp, axes)
 
     def step(z, _, xk, slices):
