@@ -100,14 +100,22 @@ def _predicted_skip(prev_per_sample_s, B, out_bytes, max_call_s, max_bytes):
 
 def _sodyn_batched(fn, cfg):
     """``sodyn.vmap`` (cache-sized chunks, split across the worker's CPU devices: sodyn's
-    recommended CPU batching), or plain ``jax.vmap`` with ``--chunk 0``."""
+    recommended CPU batching; chunk size ``--chunk``, by default its own choice), or plain
+    ``jax.vmap`` with ``--chunk 0``."""
     import jax
 
-    if cfg.chunk > 0:
+    if cfg.chunk != 0:
         import sodyn as sd
 
         return sd.vmap(fn, chunk_size=cfg.chunk)
     return jax.vmap(fn)
+
+
+def _split_from(cfg) -> int:
+    """Per-device batch from which ``sodyn.vmap`` splits a batch across devices (0: never)."""
+    from sodyn.batching import MAX_CHUNK
+
+    return MAX_CHUNK if cfg.chunk is None else cfg.chunk
 
 
 def _mjx_batched(fn, cfg, batch: int):
@@ -118,7 +126,7 @@ def _mjx_batched(fn, cfg, batch: int):
     import jax
 
     n_dev = len(jax.local_devices())
-    if n_dev > 1 and cfg.chunk > 0 and batch >= n_dev * cfg.chunk:
+    if n_dev > 1 and _split_from(cfg) > 0 and batch >= n_dev * _split_from(cfg):
         import sodyn as sd
 
         return sd.vmap(fn, chunk_size=batch // n_dev)
@@ -133,7 +141,8 @@ def _cores_used(fn, cfg, B: int, args) -> int:
     from sodyn.batching import calls_lapack
 
     n_dev = len(jax.local_devices())
-    if B == 1 or n_dev < 2 or cfg.chunk <= 0 or B < n_dev * cfg.chunk or calls_lapack(fn, 0, *args):
+    split_from = _split_from(cfg)
+    if B == 1 or n_dev < 2 or split_from <= 0 or B < n_dev * split_from or calls_lapack(fn, 0, *args):
         return 1
     return n_dev
 
@@ -299,8 +308,10 @@ def run_sodyn_pin(cfg, model_name: str, sink: Sink):
                 q, v, t = q64[:B].astype(dt), v64[:B].astype(dt), t64[:B].astype(dt)
                 try:
                     t0 = time.perf_counter()
-                    compiled, call_args = _compile_call(_sodyn_batched(fn, cfg), fn, B, (q, v, t), sd.jit)
+                    batched = _sodyn_batched(fn, cfg)
+                    compiled, call_args = _compile_call(batched, fn, B, (q, v, t), sd.jit)
                     tc = time.perf_counter() - t0
+                    chunk = batched.chunk_size(q, v, t) if B > 1 and hasattr(batched, "chunk_size") else 0
                 except NotImplementedError as e:
                     sink(lib="sodyn", op=op, B=B, dtype=dt_name, status="not available",
                          note=f"NotImplementedError: {e}"[:120], **common)
@@ -318,7 +329,7 @@ def run_sodyn_pin(cfg, model_name: str, sink: Sink):
                 note = "jit(vmap) of inv(J M^-1 J^T) from sodyn primitives" if op == "lambda_composed" else ""
                 sink(lib="sodyn", op=op, B=B, dtype=dt_name, per_sample_us=tt / B * 1e6, call_us=tt * 1e6,
                      compile_s=tc, xla_bytes=mem, reps=reps, note=note,
-                     **dict(common, cores_used=_cores_used(fn, cfg, B, (q, v, t))))
+                     **dict(common, chunk=chunk, cores_used=_cores_used(fn, cfg, B, (q, v, t))))
                 del compiled
     sink(lib="process", op="-", B=0, dtype="-", maxrss_mb=maxrss_mb(), note="sodyn/pin worker peak RSS",
          loadavg_end=loadavg(), loadavg_start=LOAD0,

@@ -68,8 +68,9 @@ def parse_args(argv=None):
     p.add_argument("--cores", type=int, default=0,
                    help="CPU cores for sodyn and MJX batches (sodyn.use_cpu_cores; default 0: all, as Pinocchio's "
                         "parallel calls; 1: one device, no sharding)")
-    p.add_argument("--chunk", type=int, default=256,
-                   help="sodyn.vmap chunk size for sodyn batches (0: plain jax.vmap on one device)")
+    p.add_argument("--chunk", type=lambda s: None if s == "auto" else int(s), default=None,
+                   help="sodyn.vmap chunk size for sodyn batches (default auto: sodyn.vmap's own choice "
+                        "from the function's memory per sample; 0: plain jax.vmap on one device)")
     p.add_argument("--budget-s", type=float, default=0.3, help="time budget per measurement (adaptive repeats)")
     p.add_argument("--max-reps", type=int, default=30)
     p.add_argument("--max-call-s", type=float, default=4.0,

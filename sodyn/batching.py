@@ -13,6 +13,13 @@ local devices, ``sodyn.vmap`` splits the batch evenly across them with ``jax.sha
 CPU batch runs on every core, as Pinocchio's ``abaInParallel`` does with threads.  On CPU the
 devices are made by :func:`use_cpu_cores`, called once before the first JAX computation.
 
+The chunk size adapts to the function: by default (``chunk_size=None``) it is the largest power
+of two up to :data:`MAX_CHUNK` whose chunk holds at most :data:`CHUNK_BYTES` of intermediates,
+counted once per sample by tracing the function (:func:`intermediate_bytes`).  Robots of a few
+dozen bodies keep chunks of 256; Talos (≈1 MB of intermediates per forward-dynamics sample) and
+chains of a hundred links and more get 64 or 32, which their per-level outputs need to stay in
+cache (measured in one process, B = 4096, float64, 2 cores, see :data:`CHUNK_BYTES`).
+
 One exception: a function that calls LAPACK (Cholesky, triangular solves, LU, QR, eigen or
 singular value decompositions) is kept on one device.  On XLA:CPU every device runs its
 program on the shared intra-op thread pool, and jaxlib's batched LAPACK kernels wait on that
@@ -54,6 +61,24 @@ def use_cpu_cores(n: int | None = None) -> int:
     return n
 
 
+#: Largest chunk :func:`vmap` picks by itself, and the per-device batch from which it splits a batch
+#: across devices when it picks the chunk size.  Larger chunks gained nothing for Panda and Solo12
+#: (chunks of 512–2048 took 0.98–1.55× the time of 256; B = 4096, float64, 2 cores).
+MAX_CHUNK = 256
+
+#: Smallest chunk :func:`vmap` picks by itself: smaller chunks pay a scan step per few samples.
+MIN_CHUNK = 32
+
+#: Bytes of intermediates (:func:`intermediate_bytes`, summed over a chunk's samples) that an
+#: automatically sized chunk may hold.  Chosen from sweeps of 16–2048-sample chunks (B = 4096,
+#: float64, 2 cores, one process): forward dynamics, M⁻¹, M and inverse dynamics of Panda and
+#: Solo12 (80–280 kB per sample) are fastest at 256, Talos's (0.56–1.6 MB) at 64 (FD 0.84× and M⁻¹
+#: 0.82× the time of 256), chain128 FD (1.5 MB) at 64 (0.64×) and its M⁻¹ (2.6 MB) at 32 (0.84×).
+#: The sum counts every intermediate as if XLA wrote it out; fusion keeps most of them in
+#: registers, so the budget is a calibrated constant, not a cache size.
+CHUNK_BYTES = 96 * 2**20
+
+
 def _batch_devices(devices) -> list:
     if devices is None:
         return []
@@ -67,7 +92,7 @@ def _batch_devices(devices) -> list:
 def vmap(
     fun: Callable,
     in_axes: int | None | Sequence[int | None] = 0,
-    chunk_size: int = 256,
+    chunk_size: int | None = None,
     devices: str | Sequence[Any] | None = "auto",
 ) -> Callable:
     """Like ``jax.vmap(fun, in_axes)`` with outputs batched on axis 0, evaluated in chunks
@@ -75,15 +100,20 @@ def vmap(
 
     ``in_axes`` is ``0`` or ``None`` for all positional arguments, or a sequence of those
     (one per argument; ``0`` batches every leaf of that argument along its first axis).
-    A batch that is not a multiple of ``chunk_size`` is padded by repeating its last
+    ``chunk_size=None`` sizes the chunks from the memory the function uses per sample
+    (:func:`auto_chunk_size`, found once per argument shape by tracing it); an integer fixes it.
+    A batch that is not a multiple of the chunk size is padded by repeating its last
     sample, and the padding is dropped from the result.  ``devices="auto"`` splits the batch
     evenly across ``jax.local_devices()`` when there is more than one (see
     :func:`use_cpu_cores`); ``None`` keeps it on one device; a sequence names the devices.
-    A batch is split only when every device gets at least ``chunk_size`` samples: moving
-    the inputs of a CPU batch onto the other devices costs a few hundred µs per call
-    (measured on a 2-core CPU, Panda forward dynamics), which smaller batches do not repay.
+    A batch is split only when every device gets at least ``chunk_size`` samples (at least
+    :data:`MAX_CHUNK` with automatic chunks): moving the inputs of a CPU batch onto the other
+    devices costs a few hundred µs per call (measured on a 2-core CPU, Panda forward
+    dynamics), which smaller batches do not repay.
 
-    The returned function has a ``place(*args)`` method that puts the batched arguments
+    The returned function has methods ``chunk_size(*args)`` (the chunk size a call on ``args``
+    uses), ``split_devices(*args)`` (the devices it is split across; empty when it runs on
+    one) and ``place(*args)``, which puts the batched arguments
     where a split call reads them, each device's share on that device (and returns them
     unchanged when the call would not be split, or the batch does not divide evenly).
     Placed inputs skip that copy: calls took 0.83–0.93× the time at B = 4096 on 2 cores
@@ -96,21 +126,32 @@ def vmap(
         for _ in range(n):
             state = step(*state)
     """
-    if not isinstance(chunk_size, int) or chunk_size < 1:
-        raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}")
-    chunked = _chunked_vmap(fun, in_axes, chunk_size)
+    if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size < 1):
+        raise ValueError(f"chunk_size must be a positive integer or None, got {chunk_size!r}")
+    split_from = MAX_CHUNK if chunk_size is None else chunk_size
+    traced: dict = {}  # argument signature -> (chunk size, calls LAPACK), found by one trace
 
-    def split_devices(args) -> list:
-        """The devices a call on ``args`` is split across (none if it runs on one)."""
+    def facts(args) -> tuple[int, bool]:
+        key = _signature(in_axes, args)
+        if key not in traced:
+            jaxpr = _sample_jaxpr(fun, in_axes, args)
+            chunk = _chunk_for_bytes(intermediate_bytes(jaxpr)) if chunk_size is None else chunk_size
+            traced[key] = (chunk, bool(jaxpr_primitives(jaxpr) & LAPACK_PRIMITIVES))
+        return traced[key]
+
+    def chosen_chunk_size(*args: Any) -> int:
+        return chunk_size if chunk_size is not None else facts(args)[0]
+
+    def split_devices(*args: Any) -> list:
         _, size = _batch_axes(in_axes, args)
         devs = _batch_devices(devices)
-        if len(devs) < 2 or size < len(devs) * chunk_size or calls_lapack(fun, in_axes, *args):
+        if len(devs) < 2 or size < len(devs) * split_from or facts(args)[1]:
             return []
         return devs
 
     def place(*args: Any) -> tuple:
         axes, size = _batch_axes(in_axes, args)
-        devs = split_devices(args)
+        devs = split_devices(*args)
         if not devs or size % len(devs):
             return args
         sharding = NamedSharding(Mesh(np.array(devs), ("batch",)), PartitionSpec("batch"))
@@ -121,7 +162,8 @@ def vmap(
 
     def batched(*args: Any):
         axes, size = _batch_axes(in_axes, args)
-        devs = split_devices(args)
+        chunked = _chunked_vmap(fun, in_axes, chosen_chunk_size(*args))
+        devs = split_devices(*args)
         if not devs:
             return chunked(*args)
         n_dev = len(devs)
@@ -135,6 +177,8 @@ def vmap(
         return jax.tree_util.tree_map(lambda y: y[:size], out)
 
     batched.place = place
+    batched.chunk_size = chosen_chunk_size
+    batched.split_devices = split_devices
     return batched
 
 
@@ -145,28 +189,75 @@ LAPACK_PRIMITIVES = frozenset({
 })
 
 
-def _jaxpr_primitives(jaxpr) -> set[str]:
+def _sub_jaxprs(eqn):
+    """The jaxprs nested in an equation's parameters (scan and cond bodies, custom-rule calls)."""
+    for param in eqn.params.values():
+        for sub in param if isinstance(param, (list, tuple)) else (param,):
+            inner = getattr(sub, "jaxpr", sub)
+            if hasattr(inner, "eqns"):
+                yield inner
+
+
+def jaxpr_primitives(jaxpr) -> set[str]:
+    """Names of the primitives a jaxpr uses, nested jaxprs included."""
     names = set()
     for eqn in jaxpr.eqns:
         names.add(eqn.primitive.name)
-        for param in eqn.params.values():
-            for sub in param if isinstance(param, (list, tuple)) else (param,):
-                inner = getattr(sub, "jaxpr", sub)
-                if hasattr(inner, "eqns"):
-                    names |= _jaxpr_primitives(inner)
+        for inner in _sub_jaxprs(eqn):
+            names |= jaxpr_primitives(inner)
     return names
 
 
-def calls_lapack(fun: Callable, in_axes, *args: Any) -> bool:
-    """Whether ``fun`` on one sample of ``args`` (batched along ``in_axes``) uses a LAPACK-backed
-    primitive (:data:`LAPACK_PRIMITIVES`), found by tracing it to a jaxpr (no computation)."""
+def intermediate_bytes(jaxpr) -> int:
+    """Bytes of every value a jaxpr computes, nested jaxprs counted once each (a scan's body
+    once, its stacked outputs in full): the memory one evaluation would write if nothing were
+    fused.  Used as a relative measure of a function's per-sample working set."""
+    total = 0
+    for eqn in jaxpr.eqns:
+        total += sum(int(np.prod(v.aval.shape)) * v.aval.dtype.itemsize
+                     for v in eqn.outvars if hasattr(v.aval, "shape"))
+        total += sum(intermediate_bytes(inner) for inner in _sub_jaxprs(eqn))
+    return total
+
+
+def _chunk_for_bytes(per_sample: int) -> int:
+    """The largest power of two in [:data:`MIN_CHUNK`, :data:`MAX_CHUNK`] whose chunk holds at
+    most :data:`CHUNK_BYTES` of ``per_sample`` bytes (:data:`MIN_CHUNK` when none does)."""
+    chunk = MAX_CHUNK
+    while chunk > MIN_CHUNK and chunk * per_sample > CHUNK_BYTES:
+        chunk //= 2
+    return chunk
+
+
+def _sample_jaxpr(fun: Callable, in_axes, args):
+    """The jaxpr of ``fun`` on one sample of ``args`` (batched along ``in_axes``): a trace, no computation."""
     axes, _ = _batch_axes(in_axes, args)
 
     def one(x, ax):
         return jax.ShapeDtypeStruct(x.shape[1:] if ax == 0 else x.shape, x.dtype)
 
     sample = [jax.tree_util.tree_map(lambda x, ax=ax: one(x, ax), a) for ax, a in zip(axes, args)]
-    return bool(_jaxpr_primitives(jax.make_jaxpr(fun)(*sample).jaxpr) & LAPACK_PRIMITIVES)
+    return jax.make_jaxpr(fun)(*sample).jaxpr
+
+
+def _signature(in_axes, args) -> tuple:
+    """What a trace of one sample depends on: the arguments' tree structures, shapes and dtypes."""
+    leaves, tree = jax.tree_util.tree_flatten(args)
+    return (tree, tuple(in_axes) if isinstance(in_axes, list) else in_axes,
+            tuple((tuple(x.shape), str(x.dtype)) for x in leaves))
+
+
+def calls_lapack(fun: Callable, in_axes, *args: Any) -> bool:
+    """Whether ``fun`` on one sample of ``args`` (batched along ``in_axes``) uses a LAPACK-backed
+    primitive (:data:`LAPACK_PRIMITIVES`), found by tracing it to a jaxpr (no computation)."""
+    return bool(jaxpr_primitives(_sample_jaxpr(fun, in_axes, args)) & LAPACK_PRIMITIVES)
+
+
+def auto_chunk_size(fun: Callable, in_axes, *args: Any) -> int:
+    """The chunk size :func:`vmap` picks for ``fun`` on ``args`` (batched along ``in_axes``):
+    the largest power of two in [:data:`MIN_CHUNK`, :data:`MAX_CHUNK`] whose chunk holds at most
+    :data:`CHUNK_BYTES` of the function's :func:`intermediate_bytes` per sample."""
+    return _chunk_for_bytes(intermediate_bytes(_sample_jaxpr(fun, in_axes, args)))
 
 
 def _pad(x: jax.Array, size: int) -> jax.Array:

@@ -181,3 +181,37 @@ def test_calls_lapack_finds_linear_algebra_inside_control_flow():
     q = np.zeros((5, 3))
     assert not calls_lapack(lambda q: sd.forward_dynamics(model, q, q, q), 0, q)
     assert not calls_lapack(jax.grad(lambda q: sd.forward_dynamics(model, q, q, q).sum()), 0, q)
+
+
+def test_automatic_chunk_size_follows_memory_per_sample():
+    """``chunk_size=None`` gives small functions :data:`MAX_CHUNK`-sample chunks and shrinks them,
+    by powers of two down to :data:`MIN_CHUNK`, as the traced intermediates per sample grow;
+    values match ``jax.vmap`` with the chosen chunks (padding included)."""
+    from sodyn.batching import CHUNK_BYTES, MAX_CHUNK, MIN_CHUNK, auto_chunk_size, intermediate_bytes
+
+    x = np.ones((300, 4))
+    cheap = lambda y: 2.0 * y  # noqa: E731
+    assert auto_chunk_size(cheap, 0, x) == MAX_CHUNK
+    assert sd.vmap(cheap).chunk_size(x) == MAX_CHUNK
+    assert sd.vmap(cheap, chunk_size=7).chunk_size(x) == 7
+
+    def heavy(n):  # n × n float64 outer product: 8 n² bytes of intermediates, and its sum
+        return lambda y: jax.numpy.sum(jax.numpy.outer(jax.numpy.tile(y, n // 4), jax.numpy.tile(y, n // 4)))
+
+    jaxpr = jax.make_jaxpr(heavy(400))(np.ones(4)).jaxpr
+    assert 8 * 400**2 <= intermediate_bytes(jaxpr) < 1.02 * 8 * 400**2  # the outer product dominates
+    for n, chunk in ((400, 64), (800, MIN_CHUNK), (4000, MIN_CHUNK)):
+        per_sample = intermediate_bytes(jax.make_jaxpr(heavy(n))(np.ones(4)).jaxpr)
+        assert auto_chunk_size(heavy(n), 0, x) == chunk
+        assert chunk == MIN_CHUNK or chunk * per_sample <= CHUNK_BYTES < 2 * chunk * per_sample
+    # scan bodies count once, their stacked outputs in full
+    scanned = lambda y: jax.lax.scan(lambda c, _: (c + 1.0, jax.numpy.outer(c, c)), y, None, length=1000)[1]  # noqa: E731
+    assert intermediate_bytes(jax.make_jaxpr(scanned)(np.ones(4)).jaxpr) >= 8 * 16 * 1000
+    batched = sd.vmap(heavy(400))
+    assert batched.chunk_size(x) == 64
+    np.testing.assert_allclose(jax.jit(batched)(x), jax.vmap(heavy(400))(x), rtol=1e-12)
+    # forward dynamics: a short chain keeps full chunks, a 128-link chain gets smaller ones
+    short, long = pendulum_chain(4), pendulum_chain(128)
+    fd = lambda m, q: sd.forward_dynamics(m, q, q, q)  # noqa: E731
+    assert sd.vmap(fd, in_axes=(None, 0)).chunk_size(short, np.zeros((8, 4))) == MAX_CHUNK
+    assert sd.vmap(fd, in_axes=(None, 0)).chunk_size(long, np.zeros((8, 128))) < MAX_CHUNK

@@ -13,7 +13,7 @@ import pytest
 import sodyn as sd
 from sodyn import spatial
 from sodyn.algorithms.common import prepare
-from sodyn.batching import _jaxpr_primitives
+from sodyn.batching import jaxpr_primitives
 from sodyn.models import random_tree
 from sodyn.topology import from_levels
 
@@ -228,7 +228,7 @@ def test_reverse_mode_of_sweeps_has_no_padded_slices():
 
     for f in (loss, loss_fd):
         jaxpr = jax.make_jaxpr(jax.grad(f, argnums=(0, 1)))(q, v).jaxpr
-        assert "pad" not in _jaxpr_primitives(jaxpr)
+        assert "pad" not in jaxpr_primitives(jaxpr)
     g = jax.grad(loss, argnums=1)(q, v)
     e = jnp.eye(model.nv)[0]
     fd = (loss(q, v + 1e-6 * e) - loss(q, v - 1e-6 * e)) / 2e-6
