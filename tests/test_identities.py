@@ -201,6 +201,25 @@ def test_structured_congruences_match_dense_transforms():
     np.testing.assert_allclose(spatial.compliance_to_child(r, p, sym), phi_star @ sym @ phi, atol=1e-12)
 
 
+def test_inertia_parameters_add_and_apply_like_spatial_inertias():
+    """Spatial inertias about one point add by their parameters ``(m, m c, J_O)`` (Jain eqs.
+    2.5–2.8), and :func:`apply_inertia` of the summed parameters equals the summed 6×6 matrices
+    applied to a motion."""
+    from sodyn.algorithms.mass_matrix import apply_inertia, world_inertia, world_inertia_parameters
+
+    rng = np.random.default_rng(6)
+    r = np.stack([np.linalg.qr(rng.normal(size=(3, 3)))[0] for _ in range(4)])
+    p = rng.normal(size=(4, 3))
+    mass = rng.uniform(0.5, 2.0, size=4)
+    com = rng.normal(size=(4, 3))
+    a = rng.normal(size=(4, 3, 3))
+    rot_inertia = a @ np.swapaxes(a, -1, -2) + 0.1 * np.eye(3)
+    motion = rng.normal(size=(6,))
+    total = sum(world_inertia(mass, com, rot_inertia, r, p))
+    params = [x.sum(axis=0) for x in world_inertia_parameters(mass, com, rot_inertia, r, p)]
+    np.testing.assert_allclose(apply_inertia(*params, motion), total @ motion, rtol=1e-12, atol=1e-12)
+
+
 @pytest.mark.parametrize("n", [1, 2, 3, 6])
 def test_spd_inverse_closed_forms(n):
     """The closed-form small SPD inverses used for ``D⁻¹`` match ``numpy.linalg.inv``, also for

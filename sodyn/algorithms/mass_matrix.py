@@ -15,10 +15,14 @@ In world coordinates the recursion itself loses its transforms, ``R_w(k) = M_w(k
 Σ_c R_w(c)``, a gather of plain additions, which costs far less than the 6×6 congruences of
 the body-frame form.  Each level of that gather forms its bodies' ``M_w`` from their mass, world
 centre of mass and rotated rotational inertia (Jain eqs. 2.6–2.8, 2.12), and emits only the
-force columns ``R_w(k) H*_w(k)`` of its dofs: the 6×6 composites never leave the sweep.
+force columns ``R_w(k) H*_w(k)`` of its dofs: the composites never leave the sweep.
 Measured against sweeping the 6×6 world inertias in and the composites out (float64, B = 2048,
 one core, in one process): 0.70× the time on Solo12, 0.62× on Panda, 0.84× on Talos; its
-gradient 0.74–0.78×.  The composites are sums of positive inertias, so unlike the articulated
+gradient 0.74–0.78×.  About one point and in one set of axes, spatial inertias add by their ten
+parameters (mass, first moment ``m c``, rotational inertia about the point), so the gather
+carries those 13 numbers per body instead of the 6×6 matrix (:func:`world_inertia_parameters`,
+:func:`apply_inertia`): 0.85× the time on Talos, 0.99–1.0× on Solo12 and Panda (B = 4096, two
+cores, one process).  The composites are sums of positive inertias, so unlike the articulated
 recursions (:mod:`sodyn.algorithms.world_articulated`) world axes cost float32 no digits here
 (Talos: 8e-8 relative in float32).
 """
@@ -47,15 +51,18 @@ def composite_levels(model: Model, levels: Levels) -> jax.Array:
     return gather(model.topology, step, jnp.zeros((6, 6), dtype), (levels.rel_r, levels.rel_p, levels.inertia))
 
 
+def _world_mass_distribution(com, rot_inertia, wr: jax.Array, wp: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """World centre of mass ``c_w = R c + p`` and rotational inertia ``J_w = R J_c Rᵀ`` about it."""
+    return spatial.mv(wr, com) + wp, spatial.mm(wr, spatial.mm(rot_inertia, spatial.transpose(wr)))
+
+
 def world_inertia(mass, com, rot_inertia, wr: jax.Array, wp: jax.Array) -> jax.Array:
     """A body's spatial inertia about the world origin in world axes (Jain eqs. 2.6–2.8).
 
     From its mass ``m``, its world centre of mass ``c_w = R c + p`` and its rotational
     inertia about the centre of mass in world axes ``J_w = R J_c Rᵀ``.
     """
-    com_world = spatial.mv(wr, com) + wp
-    rot_inertia_world = spatial.mm(wr, spatial.mm(rot_inertia, spatial.transpose(wr)))
-    return spatial.spatial_inertia(mass, com_world, rot_inertia_world)
+    return spatial.spatial_inertia(mass, *_world_mass_distribution(com, rot_inertia, wr, wp))
 
 
 def mass_parameter_levels(model: Model, dtype) -> tuple[jax.Array, jax.Array, jax.Array]:
@@ -70,22 +77,45 @@ def mass_parameter_levels(model: Model, dtype) -> tuple[jax.Array, jax.Array, ja
     )
 
 
+def world_inertia_parameters(mass, com, rot_inertia, wr: jax.Array, wp: jax.Array) -> tuple:
+    """A body's inertia about the world origin in world axes as ``(m, h, J_O)`` (Jain eqs. 2.5–2.8):
+    mass ``m``, first moment ``h = m c_w`` with ``c_w = R c + p`` the world centre of mass, and
+    rotational inertia about the origin ``J_O = R J_c Rᵀ − m c̃_w c̃_w``.  The spatial inertia is
+    ``[[J_O, h̃], [−h̃, m I]]``, linear in the three, so a sum of inertias about the origin is the
+    sum of their parameters."""
+    com_world, rot_inertia_world = _world_mass_distribution(com, rot_inertia, wr, wp)
+    cx = spatial.skew(com_world)
+    return mass, mass[..., None] * com_world, rot_inertia_world - mass[..., None, None] * spatial.mm(cx, cx)
+
+
+def apply_inertia(mass, first_moment, rot_inertia_origin, motion: jax.Array) -> jax.Array:
+    """The force ``M h`` of the spatial inertia with parameters ``(m, h, J_O)``
+    (:func:`world_inertia_parameters`) on the motion ``[ω; v]``: ``[J_O ω + h × v; m v − h × ω]``."""
+    w, v = spatial.halves(motion)
+    top = spatial.mv(rot_inertia_origin, w) + spatial.cross(first_moment, v)
+    bottom = mass[..., None] * v - spatial.cross(first_moment, w)
+    return jnp.concatenate([top, bottom], axis=-1)
+
+
 def world_force_columns(model: Model, wr: jax.Array, wp: jax.Array, axes: list[jax.Array]) -> list[jax.Array]:
     """Per kernel, ``R_w(k) H*_w(k)`` for each dof of each body, ``(1, Wk, nv_k, 6)``.
 
-    One gather: ``R_w(k) = M_w(k) + Σ_c R_w(c)`` about the world origin in world axes, with
-    ``axes`` the per-kernel world joint axes ``H*_w`` (:func:`world_subspace_blocks`).
-    Padding slots have zero mass and contribute nothing.
+    One gather: ``R_w(k) = M_w(k) + Σ_c R_w(c)`` about the world origin in world axes, summed as
+    inertia parameters (:func:`world_inertia_parameters`), with ``axes`` the per-kernel world
+    joint axes ``H*_w`` (:func:`world_subspace_blocks`).  Padding slots have zero mass and
+    contribute nothing.
     """
     topo = model.topology
     dtype = wp.dtype
 
     def step(from_children, x, axes_l, slices):
-        comp = world_inertia(*x) + from_children
-        columns = tuple(spatial.mv(c[:, None], h) for c, h in zip(split_slots(comp, slices), axes_l))
+        comp = tuple(own + sent for own, sent in zip(world_inertia_parameters(*x), from_children))
+        per_kernel = zip(*(split_slots(c, slices) for c in comp))
+        columns = tuple(apply_inertia(m[:, None], h[:, None], j[:, None], ax)
+                        for (m, h, j), ax in zip(per_kernel, axes_l))
         return comp, ((), columns)
 
-    zero = jnp.zeros((6, 6), dtype)
+    zero = (jnp.zeros((), dtype), jnp.zeros(3, dtype), jnp.zeros((3, 3), dtype))
     _, columns = gather(topo, step, zero, mass_parameter_levels(model, dtype) + (wr, wp), tuple(axes))
     return list(columns)
 
