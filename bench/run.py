@@ -154,7 +154,7 @@ def worker_main(a):
 
 def _cli(a, **over):
     """Re-serialise the options a worker needs."""
-    d = dict(cores=a.cores, chunk=a.chunk, ops=a.ops, grad_batches=a.grad_batches, chain_ops=a.chain_ops, chain_dtypes=a.chain_dtypes, mjx_grad_models=a.mjx_grad_models, dtypes=a.dtypes, peers=a.peers, batches=a.batches, chain_batches=a.chain_batches,
+    d = dict(cores=a.cores, chunk="auto" if a.chunk is None else a.chunk, ops=a.ops, grad_batches=a.grad_batches, chain_ops=a.chain_ops, chain_dtypes=a.chain_dtypes, mjx_grad_models=a.mjx_grad_models, dtypes=a.dtypes, peers=a.peers, batches=a.batches, chain_batches=a.chain_batches,
              budget_s=a.budget_s, max_reps=a.max_reps, max_call_s=a.max_call_s, max_gib=a.max_gib)
     d.update(over)
     out = []

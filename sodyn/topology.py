@@ -662,7 +662,7 @@ def _broadcast_slots(value: PyTree, width: int) -> PyTree:
     return jax.tree_util.tree_map(lambda r: jnp.broadcast_to(r, (width,) + jnp.shape(r)), value)
 
 
-def _scan(body, init, xs, reverse: bool):
+def _scan(body, init, xs, reverse: bool, unroll: int = 1):
     """``lax.scan``, or a plain call for a one-level segment (no loop to trace, transpose or compile).
 
     The body is rematerialised in reverse mode (``jax.checkpoint``): the transposed scan
@@ -676,7 +676,7 @@ def _scan(body, init, xs, reverse: bool):
     onehot = xs[0]
     if onehot.shape[0] > 1:
         body = jax.checkpoint(body, prevent_cse=False)
-        return jax.lax.scan(body, init, (jnp.asarray(onehot),) + xs[1:], reverse=reverse)
+        return jax.lax.scan(body, init, (jnp.asarray(onehot),) + xs[1:], reverse=reverse, unroll=unroll)
     level = jax.tree_util.tree_map(lambda a: a[0], (jnp.asarray(onehot),) + xs[1:])
     carry, out = body(init, level)
     return carry, jax.tree_util.tree_map(lambda y: y[None], out)
@@ -695,6 +695,7 @@ def scatter(
     root_parent: PyTree,
     xs: PyTree,
     kernel_xs: tuple[PyTree, ...] | None = None,
+    unroll: int = 1,
 ) -> PyTree:
     """Base-to-tips sweep: ``(value_ℓ, out_ℓ) = step(value_parent(ℓ), xs_ℓ)`` for ℓ = 0 … L−1.
 
@@ -722,7 +723,7 @@ def scatter(
             oh, x, xk = inp
             return f(c if straight else _from_parent(oh, c), x, xk)
 
-        carry, out = _scan(body, init, (seg.onehot, x, xk), reverse=False)
+        carry, out = _scan(body, init, (seg.onehot, x, xk), reverse=False, unroll=unroll)
         outs.append(out)
     return _assemble(topo, outs, kernel_aware)
 
@@ -733,6 +734,7 @@ def gather(
     zero: PyTree,
     xs: PyTree,
     kernel_xs: tuple[PyTree, ...] | None = None,
+    unroll: int = 1,
 ) -> PyTree:
     """Tips-to-base sweep: ``(to_parent_ℓ, out_ℓ) = step(from_children_ℓ, xs_ℓ)``, ℓ = L−1 … 0.
 
@@ -754,7 +756,7 @@ def gather(
             to_parent, out = f(c, x, xk)
             return (to_parent if straight else _to_parent(oh, to_parent)), out
 
-        last, out = _scan(body, init, (seg.onehot, x, xk), reverse=True)
+        last, out = _scan(body, init, (seg.onehot, x, xk), reverse=True, unroll=unroll)
         outs.append(out)
         # ``last`` is the first level's to_parent (identity map); hand it to the segment above.
         sent = _cross_up(seg.cross, last) if seg.cross is not None else None

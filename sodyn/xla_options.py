@@ -38,14 +38,23 @@ batched programs do not gain and forward dynamics at B = 4096 ran 1.1–1.16× s
 calls also run on the calling thread instead of a dispatch thread (batches split across
 devices by :func:`sodyn.vmap` are not affected); together the two brought Panda's forward
 dynamics from 97 µs to 36 µs per call on the 2-core machine of ``bench/results.md``.
+
+``latency=True`` also tells sodyn's own code, while the function is traced, that it compiles a
+single call (:func:`traced_for_single_calls`): forward dynamics then steps its sweeps one level
+at a time instead of two (:data:`sodyn.algorithms.world_articulated.FORWARD_UNROLL`), which
+single calls run faster (Panda 0.89×: 18.0 against 20.2 µs per call).
 """
 
 from __future__ import annotations
 
+import contextvars
+import functools
 from collections.abc import Callable
 from typing import Any
 
 import jax
+
+_SINGLE_CALL = contextvars.ContextVar("sodyn_single_call", default=False)
 
 #: The XLA compile options :func:`jit` adds (see the module docstring for what they change).
 COMPILER_OPTIONS: dict[str, Any] = {
@@ -74,4 +83,23 @@ def jit(fun: Callable, *, latency: bool = False, **jit_kwargs: Any) -> Callable:
         raise TypeError(f"sodyn.jit: latency must be True or False, got {latency!r}")
     options = {**COMPILER_OPTIONS, **(LATENCY_OPTIONS if latency else {})}
     options.update(jit_kwargs.pop("compiler_options", None) or {})
-    return jax.jit(fun, compiler_options=options, **jit_kwargs)
+    return jax.jit(_for_single_calls(fun) if latency else fun, compiler_options=options, **jit_kwargs)
+
+
+def traced_for_single_calls() -> bool:
+    """Whether the function being traced is compiled by ``jit(..., latency=True)``."""
+    return _SINGLE_CALL.get()
+
+
+def _for_single_calls(fun: Callable) -> Callable:
+    """``fun``, traced with :func:`traced_for_single_calls` true."""
+
+    @functools.wraps(fun)
+    def traced(*args, **kwargs):
+        token = _SINGLE_CALL.set(True)
+        try:
+            return fun(*args, **kwargs)
+        finally:
+            _SINGLE_CALL.reset(token)
+
+    return traced

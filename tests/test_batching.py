@@ -85,6 +85,47 @@ def test_sodyn_jit_compiles_with_its_options_and_matches_jax_jit():
         sd.jit("forward_dynamics")
 
 
+def test_latency_jit_traces_forward_dynamics_one_level_per_step():
+    """``sodyn.jit(..., latency=True)`` traces with :func:`traced_for_single_calls` true, and
+    forward dynamics then scans one level per step (two when batched); the values agree."""
+    from sodyn.algorithms.world_articulated import FORWARD_UNROLL
+    from sodyn.xla_options import traced_for_single_calls
+
+    seen = []
+
+    def probe(x):
+        seen.append(traced_for_single_calls())
+        return x + 1
+
+    sd.jit(probe, latency=True)(np.ones(2))
+    sd.jit(probe)(np.ones(3))
+    assert seen == [True, False] and not traced_for_single_calls()
+
+    model = pendulum_chain(6)
+    q = jax.random.normal(jax.random.PRNGKey(0), (6,), jax.numpy.float64)  # world axes: float64
+    fd = lambda q: sd.forward_dynamics(model, q, q, q)  # noqa: E731
+
+    def scan_unrolls(jitted) -> set:
+        found: list = []
+        _collect_scan_unrolls(jitted.trace(q).jaxpr.jaxpr, found)
+        return set(found)
+
+    assert scan_unrolls(sd.jit(fd)) == scan_unrolls(jax.jit(fd)) == {FORWARD_UNROLL} and FORWARD_UNROLL > 1
+    single = sd.jit(fd, latency=True)
+    assert scan_unrolls(single) == {1}
+    np.testing.assert_allclose(single(q), jax.jit(fd)(q), rtol=1e-12, atol=1e-12)
+
+
+def _collect_scan_unrolls(jaxpr, out: list) -> None:
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name == "scan":
+            out.append(eqn.params["unroll"])
+        for param in eqn.params.values():
+            inner = getattr(param, "jaxpr", param)
+            if hasattr(inner, "eqns"):
+                _collect_scan_unrolls(inner, out)
+
+
 _MULTI_DEVICE_SCRIPT = r"""
 import jax
 import sodyn as sd

@@ -48,8 +48,9 @@ class Kinematics(NamedTuple):
     frame: Poses  # (n_frames, ...)
 
 
-def world_poses_levels(levels: Levels, topo) -> tuple[jax.Array, jax.Array]:
-    """World pose of every body in the slot layout, by one scatter (Jain Alg. 3.1)."""
+def world_poses_levels(levels: Levels, topo, unroll: int = 1) -> tuple[jax.Array, jax.Array]:
+    """World pose of every body in the slot layout, by one scatter (Jain Alg. 3.1); ``unroll``
+    levels per step of its scans."""
     dtype = levels.rel_p.dtype
 
     def step(parent, x):
@@ -58,7 +59,7 @@ def world_poses_levels(levels: Levels, topo) -> tuple[jax.Array, jax.Array]:
         return (wr, wp), (wr, wp)
 
     root = (jnp.eye(3, dtype=dtype), jnp.zeros(3, dtype))
-    return scatter(topo, step, root, (levels.rel_r, levels.rel_p))
+    return scatter(topo, step, root, (levels.rel_r, levels.rel_p), unroll=unroll)
 
 
 def _centred_levels(levels: Levels, topo) -> Levels:
@@ -115,17 +116,17 @@ class WorldKinematics(NamedTuple):
     joint_velocity: jax.Array
 
 
-def world_kinematics_levels(levels: Levels, topo, v_blocks: list[jax.Array]) -> WorldKinematics:
+def world_kinematics_levels(levels: Levels, topo, v_blocks: list[jax.Array], unroll: int = 1) -> WorldKinematics:
     """Poses, joint axes and velocities in world axes about the first body's origin, with
     ``V_w(k) = V_w(℘(k)) + H*_w(k) θ̇(k)`` (Jain eq. 3.19 with every ``φ`` the identity).
 
     A body's world velocity is the sum of its ancestors' joint terms: a masked sum for narrow
     trees (:data:`MASKED_VELOCITY_SLOTS`); wider trees (long chains) add them up in the poses'
-    sweep, one sweep rather than two.
+    sweep, one sweep rather than two.  ``unroll`` levels per step of the sweep's scans.
     """
     levels = _centred_levels(levels, topo)
     if topo.width <= MASKED_VELOCITY_SLOTS:
-        wr, wp = world_poses_levels(levels, topo)
+        wr, wp = world_poses_levels(levels, topo, unroll)
         axes = world_subspace_blocks(levels, wr, wp)
         joint = jnp.concatenate([jnp.sum(a * x[..., None], axis=-2) for a, x in zip(axes, v_blocks)], axis=1)
         anc = jnp.asarray(_slot_ancestors(topo), joint.dtype)
@@ -140,7 +141,8 @@ def world_kinematics_levels(levels: Levels, topo, v_blocks: list[jax.Array]) -> 
 
     dtype = levels.rel_p.dtype
     root = (jnp.eye(3, dtype=dtype), jnp.zeros(3, dtype), jnp.zeros(6, dtype))
-    wr, wp, vel, joint = scatter(topo, step, root, (levels.rel_r, levels.rel_p, joint_motion(levels, v_blocks)))
+    wr, wp, vel, joint = scatter(topo, step, root, (levels.rel_r, levels.rel_p, joint_motion(levels, v_blocks)),
+                                 unroll=unroll)
     return WorldKinematics(wr, wp, world_subspace_blocks(levels, wr, wp), vel, joint)
 
 

@@ -45,6 +45,20 @@ from sodyn.algorithms.mass_matrix import mass_parameter_levels, world_inertia
 from sodyn.model import Model
 from sodyn.topology import dofs_from_levels, dofs_to_levels, gather, scatter, split_slots, to_levels
 from sodyn.unit_columns import gather_unit_columns, sum_of_column_products
+from sodyn.xla_options import traced_for_single_calls
+
+#: Levels per scan step in the three sweeps of batched forward dynamics (poses, the fused
+#: Riccati and innovations gather, the acceleration scatter).  Two levels per step took 0.80×
+#: the time on chain128, 0.86–0.88× on Panda and Solo12, 0.96× on Talos (B = 4096, float64, two
+#: cores, one process), the three sweeps together (one alone gained at most 8 %).  Single calls
+#: (traced under ``sodyn.jit(..., latency=True)``) keep one level per step: two took Panda's
+#: from 18.0 to 20.2 µs.  The mass matrix and ``𝓜⁻¹`` lose 5–16 % with two, and the float32
+#: body-frame forward dynamics gains nothing (Talos 1.13×), so they keep one.
+FORWARD_UNROLL = 2
+
+
+def _forward_unroll() -> int:
+    return 1 if traced_for_single_calls() else FORWARD_UNROLL
 
 
 def _riccati_kernel(p: jax.Array, h: jax.Array, armature: jax.Array):
@@ -96,7 +110,7 @@ def world_riccati_levels(model: Model, wr: jax.Array, wp: jax.Array, axes: list[
     return per_kernel
 
 
-def _accelerations(topo, axes, nus, gs, coriolis, root_acceleration) -> jax.Array:
+def _accelerations(topo, axes, nus, gs, coriolis, root_acceleration, unroll: int = 1) -> jax.Array:
     """The acceleration scatter of Lemma 7.6 in world axes: ``θ̈ = ν − G* α(℘(k))``,
     ``α = α(℘(k)) + H*_w θ̈ + a`` (``a`` omitted when ``coriolis`` is ``None``)."""
 
@@ -110,7 +124,7 @@ def _accelerations(topo, axes, nus, gs, coriolis, root_acceleration) -> jax.Arra
         return (acc + x[0] if x else acc), ((), tuple(qdd))
 
     xs = () if coriolis is None else (coriolis,)
-    _, qdd = scatter(topo, down, root_acceleration, xs, tuple(zip(axes, nus, gs)))
+    _, qdd = scatter(topo, down, root_acceleration, xs, tuple(zip(axes, nus, gs)), unroll=unroll)
     return dofs_from_levels(topo, list(qdd))
 
 
@@ -176,7 +190,9 @@ def _articulated_forward(model: Model, q, v, tau, f_ext):
     dtype = q.dtype
     topo = model.topology
     m = model_params(model, dtype)
-    wr, wp, axes, vel, joint_motion = world_kinematics_levels(prepare(model, q), topo, dofs_to_levels(topo, v, 0.0))
+    v_blocks = dofs_to_levels(topo, v, 0.0)
+    unroll = _forward_unroll()
+    wr, wp, axes, vel, joint_motion = world_kinematics_levels(prepare(model, q), topo, v_blocks, unroll)
     coriolis = spatial.motion_cross(vel, joint_motion)
     inertia = world_inertia(*mass_parameter_levels(model, dtype), wr, wp)
     bias = spatial.force_cross(vel, spatial.mv(inertia, vel))
@@ -200,10 +216,11 @@ def _articulated_forward(model: Model, q, v, tau, f_ext):
         return (jnp.concatenate(p_plus, axis=0), jnp.concatenate(z_plus, axis=0)), ((), tuple(outs))
 
     zero = (jnp.zeros((6, 6), dtype), jnp.zeros(6, dtype))
-    _, per_kernel = gather(topo, up, zero, (inertia, coriolis, bias), tuple(zip(axes, arm_blocks, t_blocks)))
+    kernel_xs = tuple(zip(axes, arm_blocks, t_blocks))
+    _, per_kernel = gather(topo, up, zero, (inertia, coriolis, bias), kernel_xs, unroll=unroll)
     nus = [o[0] for o in per_kernel]
     gs = [o[3] for o in per_kernel]
-    qdd = _accelerations(topo, axes, nus, gs, coriolis, gravity_acceleration(m, dtype))
+    qdd = _accelerations(topo, axes, nus, gs, coriolis, gravity_acceleration(m, dtype), unroll)
     return qdd, axes, tuple(o[1:] for o in per_kernel)
 
 
