@@ -65,6 +65,16 @@ def world_inertia(mass, com, rot_inertia, wr: jax.Array, wp: jax.Array) -> jax.A
     return spatial.spatial_inertia(mass, *_world_mass_distribution(com, rot_inertia, wr, wp))
 
 
+def inertia_matrix(mass, first_moment, rot_inertia_origin) -> jax.Array:
+    """The 6×6 spatial inertia ``[[J_O, h̃], [−h̃, m I]]`` from its parameters ``(m, h, J_O)``
+    (:func:`world_inertia_parameters`; Jain eq. 2.5 with ``h = m c``)."""
+    hx = spatial.skew(first_moment)
+    eye = jnp.broadcast_to(jnp.eye(3, dtype=hx.dtype), hx.shape)
+    top = jnp.concatenate([rot_inertia_origin, hx], axis=-1)
+    bottom = jnp.concatenate([-hx, mass[..., None, None] * eye], axis=-1)
+    return jnp.concatenate([top, bottom], axis=-2)
+
+
 def mass_parameter_levels(model: Model, dtype) -> tuple[jax.Array, jax.Array, jax.Array]:
     """Each body's mass ``(1, W)``, centre of mass ``(1, W, 3)`` and rotational inertia about
     it ``(1, W, 3, 3)`` in the slot layout, zero for padding (the inputs of :func:`world_inertia`)."""

@@ -7,7 +7,11 @@ tip-to-base gathers add what the children send and the base-to-tip scatters pass
 value on, with no 6 × 6 congruence or spatial transform per level.  The joint axes ``H*_w``,
 the body inertias ``M_w`` (Jain eqs. 2.6–2.8), velocities and bias terms are formed once for
 all bodies outside the Riccati and acceleration sweeps (velocities inside the poses' sweep for
-wide trees, :func:`~sodyn.algorithms.kinematics.world_kinematics_levels`).  With ``V_w(k) = Σ_{j ≼ k} H*_w(j) θ̇(j)``:
+wide trees, :func:`~sodyn.algorithms.kinematics.world_kinematics_levels`).  The inertias enter
+the forward-dynamics gather as their ten parameters (13 numbers,
+:func:`~sodyn.algorithms.mass_matrix.world_inertia_parameters`) and become 6 × 6 there: 0.95–0.97×
+the time of streaming the matrices in (B = 1024, two cores, Panda, Solo12, chains of 8 and 128).
+With ``V_w(k) = Σ_{j ≼ k} H*_w(j) θ̇(j)``:
 
     a(k) = V_w(k) ×ₘ H*_w(k) θ̇(k),     b(k) = V_w(k) ×_f M_w(k) V_w(k)          (eq. 5.14)
     P(k) = M_w(k) + Σ_c P⁺(c),         z(k) = P(k) a(k) + b(k) − f_ext(k) + Σ_c z⁺(c)
@@ -41,7 +45,13 @@ from sodyn.algorithms.articulated import body_frame_forward, body_frame_inverse_
 from sodyn.algorithms.common import check_state, check_vector, gravity_acceleration, model_params, prepare
 from sodyn.algorithms.inverse_dynamics import inverse_dynamics
 from sodyn.algorithms.kinematics import centred_world_poses_levels, world_kinematics_levels, world_subspace_blocks
-from sodyn.algorithms.mass_matrix import mass_parameter_levels, world_inertia
+from sodyn.algorithms.mass_matrix import (
+    apply_inertia,
+    inertia_matrix,
+    mass_parameter_levels,
+    world_inertia,
+    world_inertia_parameters,
+)
 from sodyn.model import Model
 from sodyn.topology import dofs_from_levels, dofs_to_levels, gather, scatter, split_slots, to_levels
 from sodyn.unit_columns import gather_unit_columns, sum_of_column_products
@@ -194,8 +204,8 @@ def _articulated_forward(model: Model, q, v, tau, f_ext):
     unroll = _forward_unroll()
     wr, wp, axes, vel, joint_motion = world_kinematics_levels(prepare(model, q), topo, v_blocks, unroll)
     coriolis = spatial.motion_cross(vel, joint_motion)
-    inertia = world_inertia(*mass_parameter_levels(model, dtype), wr, wp)
-    bias = spatial.force_cross(vel, spatial.mv(inertia, vel))
+    inertia = world_inertia_parameters(*mass_parameter_levels(model, dtype), wr, wp)
+    bias = spatial.force_cross(vel, apply_inertia(*inertia, vel))
     if f_ext is not None:
         bias = bias - spatial.force_to_parent(wr, wp, to_levels(topo, f_ext, jnp.zeros(6, dtype)))
     t_blocks = dofs_to_levels(topo, tau - m.damping * v, 0.0)
@@ -204,7 +214,7 @@ def _articulated_forward(model: Model, q, v, tau, f_ext):
     def up(from_children, x, xk, slices):
         inertia, cor, b = x
         p_children, z_children = from_children
-        big_p = inertia + p_children
+        big_p = inertia_matrix(*inertia) + p_children
         z = spatial.mv(big_p, cor) + b + z_children
         p_plus, z_plus, outs = [], [], []
         for pk, zk, (h, arm, t) in zip(split_slots(big_p, slices), split_slots(z, slices), xk):
