@@ -72,8 +72,8 @@ MIN_CHUNK = 32
 #: Bytes of intermediates (:func:`intermediate_bytes`, summed over a chunk's samples) that an
 #: automatically sized chunk may hold.  Chosen from sweeps of 16–2048-sample chunks (B = 4096,
 #: float64, 2 cores, one process): forward dynamics, M⁻¹, M and inverse dynamics of Panda and
-#: Solo12 (80–280 kB per sample) are fastest at 256, Talos's (0.56–1.6 MB) at 64 (FD 0.84× and M⁻¹
-#: 0.82× the time of 256), chain128 FD (1.5 MB) at 64 (0.64×) and its M⁻¹ (2.6 MB) at 32 (0.84×).
+#: Solo12 (80–280 kB per sample) are fastest at 256, Talos's (0.56–1.6 MB) at 64 or 32 (FD 0.84× and
+#: M⁻¹ 0.82× the time of 256), chain128 FD (1.5 MB) at 64 (0.64×) and its M⁻¹ (2.6 MB) at 32 (0.84×).
 #: The sum counts every intermediate as if XLA wrote it out; fusion keeps most of them in
 #: registers, so the budget is a calibrated constant, not a cache size.
 CHUNK_BYTES = 96 * 2**20
@@ -132,7 +132,7 @@ def vmap(
     traced: dict = {}  # argument signature -> (chunk size, calls LAPACK), found by one trace
 
     def facts(args) -> tuple[int, bool]:
-        key = _signature(in_axes, args)
+        key = _signature(args)
         if key not in traced:
             jaxpr = _sample_jaxpr(fun, in_axes, args)
             chunk = _chunk_for_bytes(intermediate_bytes(jaxpr)) if chunk_size is None else chunk_size
@@ -240,11 +240,10 @@ def _sample_jaxpr(fun: Callable, in_axes, args):
     return jax.make_jaxpr(fun)(*sample).jaxpr
 
 
-def _signature(in_axes, args) -> tuple:
+def _signature(args) -> tuple:
     """What a trace of one sample depends on: the arguments' tree structures, shapes and dtypes."""
     leaves, tree = jax.tree_util.tree_flatten(args)
-    return (tree, tuple(in_axes) if isinstance(in_axes, list) else in_axes,
-            tuple((tuple(x.shape), str(x.dtype)) for x in leaves))
+    return tree, tuple((tuple(x.shape), str(x.dtype)) for x in leaves)
 
 
 def calls_lapack(fun: Callable, in_axes, *args: Any) -> bool:
