@@ -253,12 +253,18 @@ def spatial_inertia(mass: Array, com: Array, rot_inertia: Array) -> Array:
     of mass in the frame and ``J_c`` the rotational inertia about the centre of mass.
     """
     cx = skew(com)
-    m = mass[..., None, None]
-    j_o = rot_inertia - m * mm(cx, cx)
-    eye = jnp.broadcast_to(jnp.eye(3, dtype=rot_inertia.dtype), rot_inertia.shape)
-    top = jnp.concatenate([j_o, m * cx], axis=-1)
-    bot = jnp.concatenate([-m * cx, m * eye], axis=-1)
-    return jnp.concatenate([top, bot], axis=-2)
+    return inertia_from_parameters(mass, mass[..., None] * com, rot_inertia - mass[..., None, None] * mm(cx, cx))
+
+
+def inertia_from_parameters(mass: Array, first_moment: Array, rot_inertia_origin: Array) -> Array:
+    """The spatial inertia ``[[J_O, h~], [-h~, m I]]`` from its parameters: mass ``m``, first
+    moment ``h = m c`` and rotational inertia ``J_O`` about the frame origin (Jain eq. 2.5).
+    The matrix is linear in them, so inertias about one point add by their parameters."""
+    hx = skew(first_moment)
+    eye = jnp.broadcast_to(jnp.eye(3, dtype=hx.dtype), hx.shape)
+    top = jnp.concatenate([rot_inertia_origin, hx], axis=-1)
+    bottom = jnp.concatenate([-hx, mass[..., None, None] * eye], axis=-1)
+    return jnp.concatenate([top, bottom], axis=-2)
 
 
 def inverse_3x3(a: Array) -> Array:

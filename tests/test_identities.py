@@ -203,9 +203,9 @@ def test_structured_congruences_match_dense_transforms():
 
 def test_inertia_parameters_add_and_apply_like_spatial_inertias():
     """Spatial inertias about one point add by their parameters ``(m, m c, J_O)`` (Jain eqs.
-    2.5–2.8): :func:`inertia_matrix` of the summed parameters is the sum of the 6×6 matrices, and
+    2.5–2.8): :func:`inertia_from_parameters` of the summed parameters is the sum of the 6×6 matrices, and
     :func:`apply_inertia` applies it to a motion."""
-    from sodyn.algorithms.mass_matrix import apply_inertia, inertia_matrix, world_inertia, world_inertia_parameters
+    from sodyn.algorithms.mass_matrix import apply_inertia, world_inertia, world_inertia_parameters
 
     rng = np.random.default_rng(6)
     r = np.stack([np.linalg.qr(rng.normal(size=(3, 3)))[0] for _ in range(4)])
@@ -218,7 +218,7 @@ def test_inertia_parameters_add_and_apply_like_spatial_inertias():
     total = sum(world_inertia(mass, com, rot_inertia, r, p))
     params = [x.sum(axis=0) for x in world_inertia_parameters(mass, com, rot_inertia, r, p)]
     np.testing.assert_allclose(apply_inertia(*params, motion), total @ motion, rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(inertia_matrix(*params), total, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(spatial.inertia_from_parameters(*params), total, rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 6])

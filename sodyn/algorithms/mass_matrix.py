@@ -51,28 +51,10 @@ def composite_levels(model: Model, levels: Levels) -> jax.Array:
     return gather(model.topology, step, jnp.zeros((6, 6), dtype), (levels.rel_r, levels.rel_p, levels.inertia))
 
 
-def _world_mass_distribution(com, rot_inertia, wr: jax.Array, wp: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """World centre of mass ``c_w = R c + p`` and rotational inertia ``J_w = R J_c Rᵀ`` about it."""
-    return spatial.mv(wr, com) + wp, spatial.mm(wr, spatial.mm(rot_inertia, spatial.transpose(wr)))
-
-
 def world_inertia(mass, com, rot_inertia, wr: jax.Array, wp: jax.Array) -> jax.Array:
-    """A body's spatial inertia about the world origin in world axes (Jain eqs. 2.6–2.8).
-
-    From its mass ``m``, its world centre of mass ``c_w = R c + p`` and its rotational
-    inertia about the centre of mass in world axes ``J_w = R J_c Rᵀ``.
-    """
-    return spatial.spatial_inertia(mass, *_world_mass_distribution(com, rot_inertia, wr, wp))
-
-
-def inertia_matrix(mass, first_moment, rot_inertia_origin) -> jax.Array:
-    """The 6×6 spatial inertia ``[[J_O, h̃], [−h̃, m I]]`` from its parameters ``(m, h, J_O)``
-    (:func:`world_inertia_parameters`; Jain eq. 2.5 with ``h = m c``)."""
-    hx = spatial.skew(first_moment)
-    eye = jnp.broadcast_to(jnp.eye(3, dtype=hx.dtype), hx.shape)
-    top = jnp.concatenate([rot_inertia_origin, hx], axis=-1)
-    bottom = jnp.concatenate([-hx, mass[..., None, None] * eye], axis=-1)
-    return jnp.concatenate([top, bottom], axis=-2)
+    """A body's 6×6 spatial inertia about the world origin in world axes (Jain eqs. 2.6–2.8),
+    from its parameters there (:func:`world_inertia_parameters`)."""
+    return spatial.inertia_from_parameters(*world_inertia_parameters(mass, com, rot_inertia, wr, wp))
 
 
 def mass_parameter_levels(model: Model, dtype) -> tuple[jax.Array, jax.Array, jax.Array]:
@@ -93,7 +75,8 @@ def world_inertia_parameters(mass, com, rot_inertia, wr: jax.Array, wp: jax.Arra
     rotational inertia about the origin ``J_O = R J_c Rᵀ − m c̃_w c̃_w``.  The spatial inertia is
     ``[[J_O, h̃], [−h̃, m I]]``, linear in the three, so a sum of inertias about the origin is the
     sum of their parameters."""
-    com_world, rot_inertia_world = _world_mass_distribution(com, rot_inertia, wr, wp)
+    com_world = spatial.mv(wr, com) + wp
+    rot_inertia_world = spatial.mm(wr, spatial.mm(rot_inertia, spatial.transpose(wr)))
     cx = spatial.skew(com_world)
     return mass, mass[..., None] * com_world, rot_inertia_world - mass[..., None, None] * spatial.mm(cx, cx)
 

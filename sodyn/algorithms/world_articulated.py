@@ -45,13 +45,7 @@ from sodyn.algorithms.articulated import body_frame_forward, body_frame_inverse_
 from sodyn.algorithms.common import check_state, check_vector, gravity_acceleration, model_params, prepare
 from sodyn.algorithms.inverse_dynamics import inverse_dynamics
 from sodyn.algorithms.kinematics import centred_world_poses_levels, world_kinematics_levels, world_subspace_blocks
-from sodyn.algorithms.mass_matrix import (
-    apply_inertia,
-    inertia_matrix,
-    mass_parameter_levels,
-    world_inertia,
-    world_inertia_parameters,
-)
+from sodyn.algorithms.mass_matrix import apply_inertia, mass_parameter_levels, world_inertia, world_inertia_parameters
 from sodyn.model import Model
 from sodyn.topology import dofs_from_levels, dofs_to_levels, gather, scatter, split_slots, to_levels
 from sodyn.unit_columns import gather_unit_columns, sum_of_column_products
@@ -214,7 +208,7 @@ def _articulated_forward(model: Model, q, v, tau, f_ext):
     def up(from_children, x, xk, slices):
         inertia, cor, b = x
         p_children, z_children = from_children
-        big_p = inertia_matrix(*inertia) + p_children
+        big_p = spatial.inertia_from_parameters(*inertia) + p_children
         z = spatial.mv(big_p, cor) + b + z_children
         p_plus, z_plus, outs = [], [], []
         for pk, zk, (h, arm, t) in zip(split_slots(big_p, slices), split_slots(z, slices), xk):
