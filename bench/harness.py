@@ -133,18 +133,13 @@ def _mjx_batched(fn, cfg, batch: int):
     return jax.vmap(fn)
 
 
-def _cores_used(fn, cfg, B: int, args) -> int:
-    """How many CPU devices ``sodyn.vmap`` gives this call: all of them once each gets a full chunk,
-    unless ``fn`` calls LAPACK (kept on one device, see ``sodyn.batching``); 1 at B = 1."""
-    import jax
-
-    from sodyn.batching import calls_lapack
-
-    n_dev = len(jax.local_devices())
-    split_from = _split_from(cfg)
-    if B == 1 or n_dev < 2 or split_from <= 0 or B < n_dev * split_from or calls_lapack(fn, 0, *args):
+def _cores_used(batched, B: int, args) -> int:
+    """How many CPU devices a batched call runs on: those ``sodyn.vmap`` splits it across (all of
+    them once each gets its share, unless the function calls LAPACK, see ``sodyn.batching``); 1
+    for plain ``jax.vmap`` and at B = 1."""
+    if B == 1 or not hasattr(batched, "split_devices"):
         return 1
-    return n_dev
+    return max(1, len(batched.split_devices(*args)))
 
 
 def _compile_call(batched, fn, B: int, args, jit=None):
@@ -329,7 +324,7 @@ def run_sodyn_pin(cfg, model_name: str, sink: Sink):
                 note = "jit(vmap) of inv(J M^-1 J^T) from sodyn primitives" if op == "lambda_composed" else ""
                 sink(lib="sodyn", op=op, B=B, dtype=dt_name, per_sample_us=tt / B * 1e6, call_us=tt * 1e6,
                      compile_s=tc, xla_bytes=mem, reps=reps, note=note,
-                     **dict(common, chunk=chunk, cores_used=_cores_used(fn, cfg, B, (q, v, t))))
+                     **dict(common, chunk=chunk, cores_used=_cores_used(batched, B, (q, v, t))))
                 del compiled
     sink(lib="process", op="-", B=0, dtype="-", maxrss_mb=maxrss_mb(), note="sodyn/pin worker peak RSS",
          loadavg_end=loadavg(), loadavg_start=LOAD0,
@@ -422,7 +417,8 @@ def run_mjx(cfg, model_name: str, sink: Sink):
             args = (qpos[:B], qvel[:B], tau[:B])
             try:
                 t0 = time.perf_counter()
-                compiled, call_args = _compile_call(_mjx_batched(fns[op], cfg, B), fns[op], B, args)
+                batched = _mjx_batched(fns[op], cfg, B)
+                compiled, call_args = _compile_call(batched, fns[op], B, args)
                 tc = time.perf_counter() - t0
                 tt, reps = timer(lambda: jax.block_until_ready(compiled(*call_args)))
             except Exception as e:  # noqa: BLE001
@@ -431,7 +427,7 @@ def run_mjx(cfg, model_name: str, sink: Sink):
             prev = tt / B if B >= 64 else None
             sink(lib="mjx", op=op, B=B, dtype="float32", per_sample_us=tt / B * 1e6, call_us=tt * 1e6,
                  compile_s=tc, xla_bytes=_mem(compiled), reps=reps, note=notes[op],
-                 **dict(common, cores_used=_cores_used(fns[op], cfg, B, args)))
+                 **dict(common, cores_used=_cores_used(batched, B, args)))
     sink(lib="process", op="-", B=0, dtype="-", maxrss_mb=maxrss_mb(), note="mjx worker peak RSS",
          loadavg_end=loadavg(), loadavg_start=LOAD0, **common)
 
