@@ -117,13 +117,13 @@ def test_latency_jit_traces_forward_dynamics_one_level_per_step():
 
 
 def _collect_scan_unrolls(jaxpr, out: list) -> None:
+    from sodyn.batching import _sub_jaxprs
+
     for eqn in jaxpr.eqns:
         if eqn.primitive.name == "scan":
             out.append(eqn.params["unroll"])
-        for param in eqn.params.values():
-            inner = getattr(param, "jaxpr", param)
-            if hasattr(inner, "eqns"):
-                _collect_scan_unrolls(inner, out)
+        for inner in _sub_jaxprs(eqn):
+            _collect_scan_unrolls(inner, out)
 
 
 _MULTI_DEVICE_SCRIPT = r"""
