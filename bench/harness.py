@@ -69,6 +69,39 @@ class Timer:
         return statistics.median(samples), n * inner
 
 
+def seconds_per_call(f, min_s: float) -> float:
+    """One timing sample: ``f`` called until at least ``min_s`` has passed; seconds per call."""
+    n, t0 = 0, time.perf_counter()
+    while True:
+        f()
+        n += 1
+        elapsed = time.perf_counter() - t0
+        if elapsed >= min_s:
+            return elapsed / n
+
+
+def interleaved_rounds(subject, references: dict, rounds: int, min_s: float) -> list[tuple[float, dict]]:
+    """Time ``subject`` and every reference alternately, ``rounds`` times (the order reversed every
+    other round), each sample ``min_s`` of calls.  ``references`` maps a name to
+    ``(f, calls_to_samples)``: the per-sample time of a call of ``f`` is its time divided by that.
+    Returns, per round, the subject's seconds per call and the references' seconds per sample.
+
+    A machine that slows down or speeds up during a run (a shared one does, by up to 1.5× within
+    minutes) moves both sides of a round alike, so the per-round ratios cancel the drift that
+    separate measurements minutes apart would carry into their ratio."""
+    out = []
+    for r in range(rounds):
+        refs = {}
+        if r % 2:
+            subj = seconds_per_call(subject, min_s)
+        for name, (f, per) in references.items():
+            refs[name] = seconds_per_call(f, min_s) / per
+        if not r % 2:
+            subj = seconds_per_call(subject, min_s)
+        out.append((subj, refs))
+    return out
+
+
 class Sink:
     def __init__(self, path: str, xla: str, verbose: bool = True):
         self.path, self.xla, self.verbose = path, xla, verbose
@@ -178,6 +211,8 @@ def run_sodyn_pin(cfg, model_name: str, sink: Sink):
 
     has_osi = hasattr(sd, "operational_space_inertia")
     Bmax = max(cfg.batches)
+    PB = Bmax  # the batch of the paired measurements (the targets' B = 4096 in a full run)
+    pin_refs: dict = {}  # op -> {name: (f, calls_to_samples)}, Pinocchio's references for the paired rows
     key = jax.random.PRNGKey(0)
     kq, kv, kt = jax.random.split(key, 3)
     q64 = jax.vmap(lambda k: sd.random_configuration(model, k))(jax.random.split(kq, Bmax))
@@ -235,6 +270,15 @@ def run_sodyn_pin(cfg, model_name: str, sink: Sink):
             def loop(f=f, nloop=nloop):
                 for i in range(nloop):
                     f(i)
+
+            # what the paired measurement (below, with sodyn's call) times: the references of the targets
+            if op in ("fd", "rnea"):
+                par = pin.abaInParallel if op == "fd" else pin.rneaInParallel
+                batch = (Qf[:, :PB], Vf[:, :PB], Tf[:, :PB])
+                pin_refs[op] = {f"pin-par{'' if nt == ncores else '1'}": (lambda p=par, n=nt, a=batch: p(n, pool, *a), PB)
+                                for nt in sorted({ncores, 1}, reverse=True)}
+            else:
+                pin_refs[op] = {"pin-loop/cores": (loop, nloop * ncores)}
 
             t, reps = timer(loop)
             loop_ps[op] = t / nloop
@@ -325,10 +369,30 @@ def run_sodyn_pin(cfg, model_name: str, sink: Sink):
                 sink(lib="sodyn", op=op, B=B, dtype=dt_name, per_sample_us=tt / B * 1e6, call_us=tt * 1e6,
                      compile_s=tc, xla_bytes=mem, reps=reps, note=note,
                      **dict(common, chunk=chunk, cores_used=_cores_used(batched, B, (q, v, t))))
+                if B == PB and dt_name == "float64" and op in pin_refs and cfg.paired_rounds > 0:
+                    _paired(sink, op, B, compiled, call_args, pin_refs[op], cfg, common)
                 del compiled
     sink(lib="process", op="-", B=0, dtype="-", maxrss_mb=maxrss_mb(), note="sodyn/pin worker peak RSS",
          loadavg_end=loadavg(), loadavg_start=LOAD0,
          **common)
+
+
+def _paired(sink, op, B, compiled, call_args, references, cfg, common):
+    """Interleaved rounds of sodyn's call and Pinocchio's references on the same batch
+    (:func:`interleaved_rounds`); records the median per-sample times and the median, lowest and
+    highest per-round ratio of sodyn to the faster reference of the round."""
+    import jax
+
+    rounds = interleaved_rounds(lambda: jax.block_until_ready(compiled(*call_args)), references,
+                                cfg.paired_rounds, cfg.paired_min_s)
+    ratios = [subj / B / min(refs.values()) for subj, refs in rounds]
+    best = [min(refs, key=refs.get) for _, refs in rounds]
+    sink(lib="paired", op=op, B=B, dtype="float64",
+         per_sample_us=statistics.median(subj / B for subj, _ in rounds) * 1e6,
+         ref_us=statistics.median(min(refs.values()) for _, refs in rounds) * 1e6,
+         ratio=statistics.median(ratios), ratio_lo=min(ratios), ratio_hi=max(ratios), rounds=len(rounds),
+         ref=max(set(best), key=best.count), estimated=any(name.startswith("pin-loop") for name in references),
+         note=f"sodyn vs {'/'.join(references)} interleaved, {len(rounds)} rounds", **common)
 
 
 def _lambda_composed(sd, m, q, frame):

@@ -116,26 +116,22 @@ def targets(ix, xla):
 
     B = 4096
     for m in TARGET_ROBOTS:
-        s = ix.get(xla, "sodyn", m, "fd", B, "float64")
-        p = pin_best(ix, m, "fd", B)
-        add("FD B=4096 f64 ≤1.0× pin abaInParallel (best of 1/all threads)", m, _ratio(s, p), 1.0,
-            f"{_fmt(s)} vs {_fmt(p)} µs")
+        ratio, det = pin_comparison(ix, xla, m, "fd", B)
+        add("FD B=4096 f64 ≤1.0× pin abaInParallel (best of 1/all threads)", m, ratio, 1.0, det)
     for op, label in (("M", "M ≤1.0× pin crba (loop/cores est.)"), ("Minv", "M⁻¹ ≤1.0× pin computeMinverse "
                                                                             "(loop/cores est.)"),
                       ("rnea", "RNEA ≤1.0× pin rneaInParallel (best of 1/all threads)")):
         for m in TARGET_ROBOTS:
-            s = ix.get(xla, "sodyn", m, op, B, "float64")
-            p = pin_best(ix, m, op, B)
-            add(label + " (B=4096 f64)", m, _ratio(s, p), 1.0, f"{_fmt(s)} vs {_fmt(p)} µs")
+            ratio, det = pin_comparison(ix, xla, m, op, B)
+            add(label + " (B=4096 f64)", m, ratio, 1.0, det)
     for m in TARGET_ROBOTS:
-        s = ix.get(xla, "sodyn", m, "lambda", B, "float64")
-        p = ix.get(_primary(ix), "pin-par", m, "lambda", B, "float64")
-        r = ix.rec(xla, "sodyn", m, "lambda", B, "float64")
-        c = ix.get(xla, "sodyn", m, "lambda_composed", B, "float64")
-        det = f"{_fmt(s)} vs {_fmt(p)} µs"
-        if s is None:
+        ratio, det = pin_comparison(ix, xla, m, "lambda", B)
+        if ix.get(xla, "sodyn", m, "lambda", B, "float64") is None:
+            r = ix.rec(xla, "sodyn", m, "lambda", B, "float64")
+            c = ix.get(xla, "sodyn", m, "lambda_composed", B, "float64")
+            p = ix.get(_primary(ix), "pin-par", m, "lambda", B, "float64")
             det = (r or {}).get("status", "not measured") + f"; composed inv(J M⁻¹ Jᵀ): {_fmt(_ratio(c, p))}×"
-        add("Λ B=4096 f64 ≤0.5× pin Delassus+inv (loop/cores est.)", m, _ratio(s, p), 0.5, det)
+        add("Λ B=4096 f64 ≤0.5× pin Delassus+inv (loop/cores est.)", m, ratio, 0.5, det)
     for m in ROBOT_ORDER:
         # Per core: MJX's forward calls LAPACK, which sodyn.vmap keeps on one core, while sodyn's FD
         # is split across all of them; times are compared as µs × cores used (core-µs per sample).
@@ -163,6 +159,38 @@ def targets(ix, xla):
     rows.append(("single call B=1 jit FD ≤20 µs (f64)", "panda", s, 20.0,
                  "n/a" if s is None else ("PASS" if s <= 20 else "FAIL"), f"{_fmt(s)} µs per call"))
     return rows
+
+
+def pin_comparison(ix, xla, m, op, B):
+    """sodyn's time over Pinocchio's at batch ``B`` (float64) and the detail text: from the paired
+    (interleaved) measurement when the run made one, else from the two separate rows."""
+    r = ix.rec(xla, "paired", m, op, B, "float64")
+    if r is not None and r.get("status") == "ok":
+        return r["ratio"], (f"{_fmt(r['per_sample_us'])} vs {_fmt(r['ref_us'])} µs; median of {r['rounds']} "
+                            f"interleaved rounds, range {_fmt(r['ratio_lo'])}–{_fmt(r['ratio_hi'])}×")
+    s = ix.get(xla, "sodyn", m, op, B, "float64")
+    p = pin_best(ix, m, op, B)
+    return _ratio(s, p), f"{_fmt(s)} vs {_fmt(p)} µs (separate measurements)"
+
+
+def paired_table(ix, xla):
+    """Every paired row of one XLA setting: sodyn and Pinocchio timed alternately on one batch."""
+    keys = sorted((k for k in ix.d if k[0] == xla and k[1] == "paired"),
+                  key=lambda k: (ROBOT_ORDER.index(k[2]) if k[2] in ROBOT_ORDER else 10 + int(k[2][5:]), k[3]))
+    if not keys:
+        return None
+    lines = ["| model | op | B | sodyn µs/sample | Pinocchio µs/sample | reference | ratio (median) | "
+             "range over rounds | separate rows' ratio |", "|---|---|---|---|---|---|---|---|---|"]
+    for k in keys:
+        r = ix.d[k]
+        if r.get("status") != "ok":
+            continue
+        _, _, m, op, B, _ = k
+        sep = _ratio(ix.get(xla, "sodyn", m, op, B, "float64"), pin_best(ix, m, op, B))
+        ref = r.get("ref", "?") + (" (estimate)" if r.get("estimated") else "")
+        lines.append(f"| {m} | {OP_NAMES.get(op, op)} | {B} | {_fmt(r['per_sample_us'])} | {_fmt(r['ref_us'])} | "
+                     f"{ref} | **{_fmt(r['ratio'])}** | {_fmt(r['ratio_lo'])}–{_fmt(r['ratio_hi'])} | {_fmt(sep)} |")
+    return "\n".join(lines)
 
 
 def pin_best(ix, m, op, B):
@@ -286,6 +314,20 @@ def write(args, jsonl):
                 continue
             out.append(f"| {name} | {m} | {_fmt(val)} | {lim:g} | **{verdict}** | {det} |")
         out.append("")
+
+    for xla in present:
+        table = paired_table(ix, xla)
+        if table:
+            out.append(f"## Paired comparisons with Pinocchio — XLA setting `{xla}`\n")
+            out.append("sodyn's compiled call and Pinocchio's reference timed alternately in the same worker, on the "
+                       "same batch, round after round (each sample ≥ `--paired-min-s` of calls, the order reversed "
+                       "every other round); the ratio is the median of the per-round ratios, so a machine that speeds "
+                       "up or slows down during the run moves both sides alike. The reference is the faster of "
+                       "`abaInParallel`/`rneaInParallel` with all cores and with one, or, where Pinocchio has no "
+                       "parallel version, its 1-thread loop divided by the cores (an estimate). The last column is "
+                       "the ratio of the per-model tables' separate measurements, taken minutes apart.\n")
+            out.append(table)
+            out.append("")
 
     if len(present) > 1:
         out.append("## Effect of the XLA flags (same worker plan, per-sample µs; compile s in parentheses)\n")

@@ -73,6 +73,10 @@ def parse_args(argv=None):
                         "from the function's memory per sample; 0: plain jax.vmap on one device)")
     p.add_argument("--budget-s", type=float, default=0.3, help="time budget per measurement (adaptive repeats)")
     p.add_argument("--max-reps", type=int, default=30)
+    p.add_argument("--paired-rounds", type=int, default=9,
+                   help="rounds of the paired measurement: sodyn and Pinocchio timed alternately at the largest "
+                        "batch, float64 (0: none)")
+    p.add_argument("--paired-min-s", type=float, default=0.03, help="seconds of calls per paired sample")
     p.add_argument("--max-call-s", type=float, default=4.0,
                    help="skip a batch whose predicted call time (from the previous batch) exceeds this")
     p.add_argument("--max-gib", type=float, default=3.0, help="skip a batch whose outputs would exceed this")
@@ -100,6 +104,7 @@ def parse_args(argv=None):
         a.ops, a.peers = ["rnea", "M", "fd"], ["pin"]
         a.xla = a.xla[:1] if a.xla != DEFAULT_XLA else DEFAULT_XLA[:1]
         a.budget_s, a.max_reps = 0.05, 3
+        a.paired_rounds, a.paired_min_s = 3, 0.005
     return a
 
 
@@ -112,6 +117,7 @@ class WorkerCfg:
             self.dtypes = [d for d in a.dtypes if d in a.chain_dtypes] or a.dtypes
         self.batches = a.chain_batches if chain else a.batches
         self.budget_s, self.max_reps, self.max_call_s = a.budget_s, a.max_reps, a.max_call_s
+        self.paired_rounds, self.paired_min_s = a.paired_rounds, a.paired_min_s
         self.max_bytes = a.max_gib * 2**30
         self.mjx_all = a.mjx_all_batches
         self.mjx_grad_models = a.mjx_grad_models
@@ -155,7 +161,8 @@ def worker_main(a):
 def _cli(a, **over):
     """Re-serialise the options a worker needs."""
     d = dict(cores=a.cores, chunk="auto" if a.chunk is None else a.chunk, ops=a.ops, grad_batches=a.grad_batches, chain_ops=a.chain_ops, chain_dtypes=a.chain_dtypes, mjx_grad_models=a.mjx_grad_models, dtypes=a.dtypes, peers=a.peers, batches=a.batches, chain_batches=a.chain_batches,
-             budget_s=a.budget_s, max_reps=a.max_reps, max_call_s=a.max_call_s, max_gib=a.max_gib)
+             budget_s=a.budget_s, max_reps=a.max_reps, max_call_s=a.max_call_s, max_gib=a.max_gib,
+             paired_rounds=a.paired_rounds, paired_min_s=a.paired_min_s)
     d.update(over)
     out = []
     for k, v in d.items():

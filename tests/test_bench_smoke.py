@@ -30,8 +30,13 @@ def test_bench_quick(tmp_path):
             assert math.isfinite(x["per_sample_us"]) and x["per_sample_us"] > 0, x
         s = rows[("sodyn", op, 2, "float64")]
         assert math.isfinite(s["compile_s"]) and s["compile_s"] > 0
+        paired = rows[("paired", op, 2, "float64")]  # sodyn and Pinocchio timed alternately
+        assert paired["status"] == "ok" and paired["rounds"] == 3, paired
+        assert 0 < paired["ratio_lo"] <= paired["ratio"] <= paired["ratio_hi"] < math.inf, paired
+        assert math.isfinite(paired["ref_us"]) and paired["ref_us"] > 0, paired
     check = rows[("check", "fd", 1, "float64")]
     assert check["agree_rel_err"] < 1e-8
     md = (tmp_path / "results.md").read_text()
     assert "sodyn commit measured" in md and "### chain8" in md
     assert "| FD (ABA) | 64 | 2 |" in md
+    assert "## Paired comparisons with Pinocchio" in md and "| chain8 | FD (ABA) | 2 |" in md
