@@ -67,6 +67,24 @@ LATENCY_OPTIONS: dict[str, Any] = {
     "xla_cpu_scheduler_type": "CPU_SCHEDULER_TYPE_MEMORY_OPTIMIZED",
 }
 
+#: Options that compile a program without XLA:CPU's intra-op partitions, for a batch that
+#: :func:`sodyn.vmap` splits across every core: ``sodyn.jit(batched, compiler_options=UNPARTITIONED)``.
+#:
+#: XLA:CPU's ``cpu-parallel-task-assigner`` pass cuts each large operation (by its own cost model:
+#: about 512 KiB of memory traffic, or less for arithmetic-heavy ones) into pieces for its intra-op
+#: thread pool.  On one device that is its only way to use a second core; when the batch is split
+#: across devices, every pool thread already runs one device's program, and a piece waits for a
+#: busy thread.  Measured with and without these options (split across 2 CPU devices, B = 4096,
+#: float64, both compiled in one process and timed alternately): the mass matrix 0.66–0.76× on
+#: Solo12 and 0.71–0.94× on Panda (cores in use 1.6 → 1.8–2.0; float32 at B = 1024: 0.68–0.71×);
+#: but forward dynamics 0.92–0.99× in float64 and 1.00–1.18× in float32, ``𝓜⁻¹`` 0.93–1.04×, inverse
+#: dynamics 0.91–1.13×, Talos 0.99–1.15×, and the mass matrix of 16–64-link chains 1.00–1.16×.  On
+#: one device, without the split, forward dynamics and ``𝓜⁻¹`` took 1.14–1.16× as long.  Hence an
+#: option to measure for one's own model and function, not a default.
+UNPARTITIONED: dict[str, Any] = {
+    "xla_disable_hlo_passes": "cpu-parallel-task-assigner",
+}
+
 
 def jit(fun: Callable, *, latency: bool = False, **jit_kwargs: Any) -> Callable:
     """``jax.jit(fun, **jit_kwargs)`` compiled with :data:`COMPILER_OPTIONS`.

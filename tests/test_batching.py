@@ -85,6 +85,27 @@ def test_sodyn_jit_compiles_with_its_options_and_matches_jax_jit():
         sd.jit("forward_dynamics")
 
 
+def test_unpartitioned_options_compile_without_intra_op_partitions():
+    """``sodyn.xla_options.UNPARTITIONED`` names an XLA pass this jaxlib has (XLA rejects unknown
+    options, but ignores an unknown pass name): the program it compiles has no operation cut into
+    pieces for the intra-op thread pool, where the default program has some on a machine with
+    several cores, and both compute the same values."""
+    import os
+
+    from sodyn.xla_options import UNPARTITIONED
+
+    model = pendulum_chain(8)
+    q = jax.random.normal(jax.random.PRNGKey(0), (4096, 8))
+    batched = sd.vmap(lambda q: sd.mass_matrix(model, q), devices=None)  # B × 8 × 8 outputs: 2 MiB
+    default = sd.jit(batched).lower(q).compile()
+    unpartitioned = sd.jit(batched, compiler_options=UNPARTITIONED).lower(q).compile()
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    if cpus > 1:  # XLA:CPU partitions for as many threads as CPUs
+        assert "outer_dimension_partitions" in default.as_text()
+    assert "outer_dimension_partitions" not in unpartitioned.as_text()
+    np.testing.assert_allclose(unpartitioned(q), default(q), rtol=1e-14, atol=1e-14)
+
+
 def test_latency_jit_traces_forward_dynamics_one_level_per_step():
     """``sodyn.jit(..., latency=True)`` traces with :func:`traced_for_single_calls` true, and
     forward dynamics then scans one level per step (two when batched); the values agree."""
