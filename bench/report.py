@@ -14,6 +14,11 @@ OP_NAMES = {"rnea": "RNEA", "M": "M (CRBA)", "Minv": "M⁻¹", "fd": "FD (ABA)",
 ROBOT_ORDER = ["panda", "solo12", "talos"]
 
 
+def model_order(name: str) -> tuple[int, int]:
+    """Sort key of the report's models: the robots in :data:`ROBOT_ORDER`, then chains by length."""
+    return (0, ROBOT_ORDER.index(name)) if name in ROBOT_ORDER else (1, int(name[len("chain"):]))
+
+
 def load(jsonl):
     recs = []
     with open(jsonl) as f:
@@ -176,7 +181,7 @@ def pin_comparison(ix, xla, m, op, B):
 def paired_table(ix, xla):
     """Every paired row of one XLA setting: sodyn and Pinocchio timed alternately on one batch."""
     keys = sorted((k for k in ix.d if k[0] == xla and k[1] == "paired"),
-                  key=lambda k: (ROBOT_ORDER.index(k[2]) if k[2] in ROBOT_ORDER else 10 + int(k[2][5:]), k[3]))
+                  key=lambda k: (model_order(k[2]), k[3]))
     if not keys:
         return None
     lines = ["| model | op | B | sodyn µs/sample | Pinocchio µs/sample | reference | ratio (median) | "
@@ -347,9 +352,8 @@ def write(args, jsonl):
 
     for xla in present:
         out.append(f"## Per-model tables — XLA setting `{xla}`\n")
-        models = [m for m in ROBOT_ORDER + sorted({k[2] for k in ix.d if k[2].startswith("chain")},
-                                                  key=lambda s: int(s[5:])) if any(k[2] == m and k[0] == xla
-                                                                                    for k in ix.d)]
+        models = sorted({k[2] for k in ix.d if k[0] == xla and (k[2] in ROBOT_ORDER or k[2].startswith("chain"))},
+                        key=model_order)
         for m in models:
             nv = next((r.get("nv") for k, r in ix.d.items() if k[2] == m and r.get("nv")), "?")
             out.append(f"### {m} (nv={nv})\n")
@@ -445,7 +449,7 @@ def plots(ix, outdir):
         fig.savefig(os.path.join(outdir, fn), dpi=90)
         plt.close(fig)
         files.append(fn)
-    chains = sorted({k[2] for k in ix.d if k[2].startswith("chain")}, key=lambda s: int(s[5:]))
+    chains = sorted({k[2] for k in ix.d if k[2].startswith("chain")}, key=model_order)
     if len(chains) > 1:
         Bc = 1024 if any(k[4] == 1024 and k[2] in chains for k in ix.d) else max(k[4] for k in ix.d if k[2] in chains)
         cops = [o for o in ops if any(k[2] in chains and k[3] == o and k[1] != "check" for k in ix.d)]
