@@ -31,6 +31,7 @@ import numpy as np
 from jax import Array
 
 from sodyn import spatial
+from sodyn.trig import sincos
 
 JointType = Literal[
     "revolute", "continuous", "prismatic", "helical", "spherical", "free", "planar", "fixed"
@@ -168,7 +169,7 @@ def integrate(kernel: str, q: Array, v: Array) -> Array:
         p = q[..., :3] + spatial.mv(r, v[..., 3:6])
         return jnp.concatenate([p, _normalize(spatial.quat_multiply(quat, spatial.quat_exp(v[..., :3])))], -1)
     if kernel == "planar":
-        c, s = jnp.cos(q[..., 2]), jnp.sin(q[..., 2])
+        s, c = sincos(q[..., 2])
         dx = c * v[..., 0] - s * v[..., 1]
         dy = s * v[..., 0] + c * v[..., 1]
         return jnp.stack([q[..., 0] + dx, q[..., 1] + dy, q[..., 2] + v[..., 2]], axis=-1)
@@ -186,7 +187,7 @@ def difference(kernel: str, q0: Array, q1: Array) -> Array:
         w = spatial.quat_log(spatial.quat_multiply(spatial.quat_conjugate(q0[..., 3:7]), q1[..., 3:7]))
         return jnp.concatenate([w, spatial.mtv(r0, q1[..., :3] - q0[..., :3])], axis=-1)
     if kernel == "planar":
-        c, s = jnp.cos(q0[..., 2]), jnp.sin(q0[..., 2])
+        s, c = sincos(q0[..., 2])
         dx, dy = q1[..., 0] - q0[..., 0], q1[..., 1] - q0[..., 1]
         return jnp.stack([c * dx + s * dy, -s * dx + c * dy, q1[..., 2] - q0[..., 2]], axis=-1)
     raise ValueError(f"unknown joint kernel {kernel!r}")

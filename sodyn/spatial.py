@@ -30,6 +30,8 @@ from __future__ import annotations
 import jax.numpy as jnp
 from jax import Array
 
+from sodyn.trig import sincos
+
 # ---------------------------------------------------------------------------
 # components (split, not slice: see ``unstack``)
 # ---------------------------------------------------------------------------
@@ -325,8 +327,7 @@ def spd_inverse(d: Array) -> Array:
 def axis_angle_to_rotation(axis: Array, angle: Array) -> Array:
     """Rodrigues' formula for a unit ``axis``: ``I + sin θ a~ + (1 − cos θ) a~²``."""
     ax = skew(axis)
-    s = jnp.sin(angle)[..., None, None]
-    c = jnp.cos(angle)[..., None, None]
+    s, c = (x[..., None, None] for x in sincos(angle))
     eye = jnp.eye(3, dtype=ax.dtype)
     return eye + s * ax + (1.0 - c) * mm(ax, ax)
 
@@ -364,8 +365,9 @@ def _sinc_half(theta_sq: Array) -> tuple[Array, Array]:
     small = theta_sq < 1e-8
     safe = jnp.where(small, 1.0, theta_sq)
     theta = jnp.sqrt(safe)
-    c = jnp.where(small, 1.0 - theta_sq / 8.0, jnp.cos(theta / 2))
-    s = jnp.where(small, 0.5 - theta_sq / 48.0, jnp.sin(theta / 2) / theta)
+    sin_half, cos_half = sincos(theta / 2)
+    c = jnp.where(small, 1.0 - theta_sq / 8.0, cos_half)
+    s = jnp.where(small, 0.5 - theta_sq / 48.0, sin_half / theta)
     return c, s
 
 
