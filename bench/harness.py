@@ -21,6 +21,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import models as bm  # noqa: E402
+from pin_procs import LoopPool, pin_calls  # noqa: E402
 
 OPS = ("rnea", "M", "Minv", "fd", "lambda", "gradfd")
 MJX_OPS = ("rnea", "M", "Minv", "fd", "gradfd")
@@ -213,6 +214,7 @@ def run_sodyn_pin(cfg, model_name: str, sink: Sink):
     Bmax = max(cfg.batches)
     PB = Bmax  # the batch of the paired measurements (the targets' B = 4096 in a full run)
     pin_refs: dict = {}  # op -> {name: (f, calls_to_samples)}, Pinocchio's references for the paired rows
+    pool = None  # pin_procs.LoopPool, started for the first op that Pinocchio has no parallel version of
     key = jax.random.PRNGKey(0)
     kq, kv, kt = jax.random.split(key, 3)
     q64 = jax.vmap(lambda k: sd.random_configuration(model, k))(jax.random.split(kq, Bmax))
@@ -234,32 +236,13 @@ def run_sodyn_pin(cfg, model_name: str, sink: Sink):
         err = float(np.max(np.abs(a_sd - a_pin)) / (1.0 + np.max(np.abs(a_pin))))
         sink(lib="check", op="fd", B=1, dtype="float64", agree_rel_err=err, note="sodyn FD vs pin.aba", **common)
 
-        fid = pm.getFrameId(frame)
-        fr = pm.frames[fid]
-        cm = pin.RigidConstraintModel(pin.ContactType.CONTACT_6D, pm, fr.parentJoint, fr.placement,
-                                      pin.ReferenceFrame.LOCAL)
-        cms = pin.StdVec_RigidConstraintModel()
-        cms.append(cm)
-        cds = pin.StdVec_RigidConstraintData()
-        cds.append(cm.createData())
-
-        def lam(i):
-            return np.linalg.inv(pin.computeDelassusMatrix(pm, data, qp[i], cms, cds, 0.0))
-
-        single = {
-            "rnea": lambda i: pin.rnea(pm, data, qp[i], vp[i], tp[i]),
-            "M": lambda i: pin.crba(pm, data, qp[i]),
-            "Minv": lambda i: pin.computeMinverse(pm, data, qp[i]),
-            "fd": lambda i: pin.aba(pm, data, qp[i], vp[i], tp[i]),
-            "lambda": lam,
-            "gradfd": lambda i: pin.computeABADerivatives(pm, data, qp[i], vp[i], tp[i]),
-        }
+        single = pin_calls(pin, pm, data, qp, vp, tp, frame)
         notes = {
             "M": "crba (upper triangle)", "Minv": "computeMinverse (upper triangle)",
             "lambda": "inv(computeDelassusMatrix 6D)", "gradfd": "computeABADerivatives (full Jacobians)",
         }
         ncores = os.cpu_count() or 1
-        pool = pin.ModelPool(pm, ncores)
+        model_pool = pin.ModelPool(pm, ncores)
         Qf, Vf, Tf = (np.asfortranarray(x.T) for x in (qp, vp, tp))
         loop_ps = {}
         for op in cfg.ops:
@@ -275,13 +258,20 @@ def run_sodyn_pin(cfg, model_name: str, sink: Sink):
             if op in ("fd", "rnea"):
                 par = pin.abaInParallel if op == "fd" else pin.rneaInParallel
                 batch = (Qf[:, :PB], Vf[:, :PB], Tf[:, :PB])
-                pin_refs[op] = {f"pin-par{'' if nt == ncores else '1'}": (lambda p=par, n=nt, a=batch: p(n, pool, *a), PB)
+                pin_refs[op] = {f"pin-par{'' if nt == ncores else '1'}": (lambda p=par, n=nt, a=batch: p(n, model_pool, *a), PB)
                                 for nt in sorted({ncores, 1}, reverse=True)}
-            else:
-                pin_refs[op] = {"pin-loop/cores": (loop, nloop * ncores)}
 
             t, reps = timer(loop)
             loop_ps[op] = t / nloop
+            procs = None  # (f, samples per call) of the process pool, for ops with no parallel version
+            if op not in ("fd", "rnea") and ncores > 1:
+                pool = pool or _start_pool(pm, frame, qp, vp, tp, ncores, nloop, sink, common)
+                if pool is not None:
+                    reps_per_call = max(1, round(0.02 / max(t, 1e-9)))  # about 20 ms per call
+                    procs = (lambda o=op, r=reps_per_call: pool.run(o, r), pool.samples(reps_per_call))
+                    t_procs, reps_procs = timer(procs[0])
+            if op not in ("fd", "rnea"):
+                pin_refs[op] = {"pin-procs": procs} if procs else {"pin-loop/cores": (loop, nloop * ncores)}
             for B in cfg.batches:
                 sink(lib="pin-loop", op=op, B=B, dtype="float64", per_sample_us=t / nloop * 1e6,
                      call_us=t / nloop * B * 1e6, reps=reps, note=notes.get(op, "") + " python loop, 1 thread",
@@ -292,9 +282,14 @@ def run_sodyn_pin(cfg, model_name: str, sink: Sink):
                         if lib == "pin-par1" and ncores == 1:
                             continue
                         Q, V, T = Qf[:, :B], Vf[:, :B], Tf[:, :B]
-                        tt, reps = timer(lambda: par(nt, pool, Q, V, T))
+                        tt, reps = timer(lambda: par(nt, model_pool, Q, V, T))
                         sink(lib=lib, op=op, B=B, dtype="float64", per_sample_us=tt / B * 1e6, call_us=tt * 1e6,
                              reps=reps, note=f"{par.__name__} {nt} thread(s)", **common)
+                elif procs:
+                    sink(lib="pin-par", op=op, B=B, dtype="float64", per_sample_us=t_procs / procs[1] * 1e6,
+                         call_us=t_procs / procs[1] * B * 1e6, reps=reps_procs,
+                         note=f"{ncores} processes at once, each a 1-thread loop over its own samples (pin "
+                              f"{pin.__version__} has no parallel {notes[op].split()[0]})", **common)
                 else:
                     sink(lib="pin-par", op=op, B=B, dtype="float64", per_sample_us=t / nloop / ncores * 1e6,
                          call_us=t / nloop * B / ncores * 1e6, reps=reps, estimated=True,
@@ -372,9 +367,24 @@ def run_sodyn_pin(cfg, model_name: str, sink: Sink):
                 if B == PB and dt_name == "float64" and op in pin_refs and cfg.paired_rounds > 0:
                     _paired(sink, op, B, compiled, call_args, pin_refs[op], cfg, common)
                 del compiled
+    if pool is not None:
+        pool.close()
     sink(lib="process", op="-", B=0, dtype="-", maxrss_mb=maxrss_mb(), note="sodyn/pin worker peak RSS",
          loadavg_end=loadavg(), loadavg_start=LOAD0,
          **common)
+
+
+def _start_pool(pm, frame, qp, vp, tp, processes, samples_per_process, sink, common):
+    """A :class:`pin_procs.LoopPool` over ``processes`` cores (each process its own samples when the
+    batch has enough, else all the first ones), or ``None`` (recorded) if it does not start."""
+    n = samples_per_process
+    if len(qp) < processes * n:
+        qp, vp, tp = (np.concatenate([x[:n]] * processes) for x in (qp, vp, tp))
+    try:
+        return LoopPool(pm, frame, qp, vp, tp, processes, n)
+    except Exception as e:  # noqa: BLE001 - fall back to the loop / cores estimate, and say so
+        sink(lib="pin-procs", op="-", B=0, dtype="float64", status="error", note=repr(e)[:200], **common)
+        return None
 
 
 def _paired(sink, op, B, compiled, call_args, references, cfg, common):

@@ -123,8 +123,8 @@ def targets(ix, xla):
     for m in TARGET_ROBOTS:
         ratio, det = pin_comparison(ix, xla, m, "fd", B)
         add("FD B=4096 f64 ≤1.0× pin abaInParallel (best of 1/all threads)", m, ratio, 1.0, det)
-    for op, label in (("M", "M ≤1.0× pin crba (loop/cores est.)"), ("Minv", "M⁻¹ ≤1.0× pin computeMinverse "
-                                                                            "(loop/cores est.)"),
+    for op, label in (("M", "M ≤1.0× pin crba (a process per core)"),
+                      ("Minv", "M⁻¹ ≤1.0× pin computeMinverse (a process per core)"),
                       ("rnea", "RNEA ≤1.0× pin rneaInParallel (best of 1/all threads)")):
         for m in TARGET_ROBOTS:
             ratio, det = pin_comparison(ix, xla, m, op, B)
@@ -136,7 +136,7 @@ def targets(ix, xla):
             c = ix.get(xla, "sodyn", m, "lambda_composed", B, "float64")
             p = ix.get(_primary(ix), "pin-par", m, "lambda", B, "float64")
             det = (r or {}).get("status", "not measured") + f"; composed inv(J M⁻¹ Jᵀ): {_fmt(_ratio(c, p))}×"
-        add("Λ B=4096 f64 ≤0.5× pin Delassus+inv (loop/cores est.)", m, ratio, 0.5, det)
+        add("Λ B=4096 f64 ≤0.5× pin Delassus+inv (a process per core)", m, ratio, 0.5, det)
     for m in ROBOT_ORDER:
         # Per core: MJX's forward calls LAPACK, which sodyn.vmap keeps on one core, while sodyn's FD
         # is split across all of them; times are compared as µs × cores used (core-µs per sample).
@@ -306,8 +306,10 @@ def write(args, jsonl):
                "cores (both are in raw.jsonl as `pin-par1`/`pin-par`; on a loaded 2-core machine the 2-thread "
                "OpenMP call can stall). The machine is shared with other sessions: the load average per worker is "
                "listed under Peak memory, and absolute numbers are noisy. Pinocchio "
-               "4.1 has no parallel CRBA/Minverse/Delassus/derivatives: for those `pin par` is an ESTIMATE "
-               "(1-thread loop time / cores), marked `*`. MJX is float32, constraints and contacts disabled; "
+               "4.1 has no parallel CRBA/Minverse/Delassus/derivatives: for those `pin par` is one process per core, "
+               "all at once, each running the 1-thread loop over its own samples (`bench/pin_procs.py`; the cores of "
+               "this machine need not run at one speed, so 1-thread loop / cores is no estimate of it); where the "
+               "processes could not start it falls back to that ESTIMATE, marked `*`. MJX is float32, constraints and contacts disabled; "
                "MJX has no Λ. ∇FD = `jax.grad` of Σ q̈ w.r.t. (q, τ) (Pinocchio: `computeABADerivatives`, full "
                "Jacobians). µs are per sample (call time / B).\n")
 
@@ -329,7 +331,8 @@ def write(args, jsonl):
                        "every other round); the ratio is the median of the per-round ratios, so a machine that speeds "
                        "up or slows down during the run moves both sides alike. The reference is the faster of "
                        "`abaInParallel`/`rneaInParallel` with all cores and with one, or, where Pinocchio has no "
-                       "parallel version, its 1-thread loop divided by the cores (an estimate). The last column is "
+                       "parallel version, a process per core each running its 1-thread loop, all at once (`pin-procs`). "
+                       "The last column is "
                        "the ratio of the per-model tables' separate measurements, taken minutes apart.\n")
             out.append(table)
             out.append("")

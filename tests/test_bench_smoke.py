@@ -34,6 +34,9 @@ def test_bench_quick(tmp_path):
         assert paired["status"] == "ok" and paired["rounds"] == 3, paired
         assert 0 < paired["ratio_lo"] <= paired["ratio"] <= paired["ratio_hi"] < math.inf, paired
         assert math.isfinite(paired["ref_us"]) and paired["ref_us"] > 0, paired
+    if (os.cpu_count() or 1) > 1:  # M has no parallel Pinocchio call: a process per core runs the loop
+        assert rows[("paired", "M", 2, "float64")]["ref"] == "pin-procs"
+        assert not rows[("pin-par", "M", 2, "float64")].get("estimated")
     check = rows[("check", "fd", 1, "float64")]
     assert check["agree_rel_err"] < 1e-8
     md = (tmp_path / "results.md").read_text()
