@@ -214,7 +214,7 @@ def run_sodyn_pin(cfg, model_name: str, sink: Sink):
     Bmax = max(cfg.batches)
     PB = Bmax  # the batch of the paired measurements (the targets' B = 4096 in a full run)
     pin_refs: dict = {}  # op -> {name: (f, calls_to_samples)}, Pinocchio's references for the paired rows
-    pool = None  # pin_procs.LoopPool, started for the first op that Pinocchio has no parallel version of
+    pool = None  # pin_procs.LoopPool, started for the first op Pinocchio has no parallel version of (False: failed)
     key = jax.random.PRNGKey(0)
     kq, kv, kt = jax.random.split(key, 3)
     q64 = jax.vmap(lambda k: sd.random_configuration(model, k))(jax.random.split(kq, Bmax))
@@ -265,8 +265,9 @@ def run_sodyn_pin(cfg, model_name: str, sink: Sink):
             loop_ps[op] = t / nloop
             procs = None  # (f, samples per call) of the process pool, for ops with no parallel version
             if op not in ("fd", "rnea") and ncores > 1:
-                pool = pool or _start_pool(pm, frame, qp, vp, tp, ncores, nloop, sink, common)
-                if pool is not None:
+                if pool is None:  # False once it failed to start: not tried again
+                    pool = _start_pool(pm, frame, qp, vp, tp, ncores, nloop, sink, common) or False
+                if pool:
                     reps_per_call = max(1, round(0.02 / max(t, 1e-9)))  # about 20 ms per call
                     procs = (lambda o=op, r=reps_per_call: pool.run(o, r), pool.samples(reps_per_call))
                     t_procs, reps_procs = timer(procs[0])
@@ -367,7 +368,7 @@ def run_sodyn_pin(cfg, model_name: str, sink: Sink):
                 if B == PB and dt_name == "float64" and op in pin_refs and cfg.paired_rounds > 0:
                     _paired(sink, op, B, compiled, call_args, pin_refs[op], cfg, common)
                 del compiled
-    if pool is not None:
+    if pool:
         pool.close()
     sink(lib="process", op="-", B=0, dtype="-", maxrss_mb=maxrss_mb(), note="sodyn/pin worker peak RSS",
          loadavg_end=loadavg(), loadavg_start=LOAD0,
