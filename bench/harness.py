@@ -254,24 +254,22 @@ def run_sodyn_pin(cfg, model_name: str, sink: Sink):
                 for i in range(nloop):
                     f(i)
 
+            t, reps = timer(loop)
+            loop_ps[op] = t / nloop
             # what the paired measurement (below, with sodyn's call) times: the references of the targets
+            procs = None  # (f, samples per call) of the process pool, for ops with no parallel version
             if op in ("fd", "rnea"):
                 par = pin.abaInParallel if op == "fd" else pin.rneaInParallel
                 batch = (Qf[:, :PB], Vf[:, :PB], Tf[:, :PB])
                 pin_refs[op] = {f"pin-par{'' if nt == ncores else '1'}": (lambda p=par, n=nt, a=batch: p(n, model_pool, *a), PB)
                                 for nt in sorted({ncores, 1}, reverse=True)}
-
-            t, reps = timer(loop)
-            loop_ps[op] = t / nloop
-            procs = None  # (f, samples per call) of the process pool, for ops with no parallel version
-            if op not in ("fd", "rnea") and ncores > 1:
-                if pool is None:  # False once it failed to start: not tried again
+            else:
+                if pool is None and ncores > 1:  # False once it failed to start: not tried again
                     pool = _start_pool(pm, frame, qp, vp, tp, ncores, nloop, sink, common) or False
                 if pool:
                     reps_per_call = max(1, round(0.02 / max(t, 1e-9)))  # about 20 ms per call
                     procs = (lambda o=op, r=reps_per_call: pool.run(o, r), pool.samples(reps_per_call))
                     t_procs, reps_procs = timer(procs[0])
-            if op not in ("fd", "rnea"):
                 pin_refs[op] = {"pin-procs": procs} if procs else {"pin-loop/cores": (loop, nloop * ncores)}
             for B in cfg.batches:
                 sink(lib="pin-loop", op=op, B=B, dtype="float64", per_sample_us=t / nloop * 1e6,

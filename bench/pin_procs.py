@@ -82,18 +82,20 @@ class LoopPool:
         n = samples_per_process
         self.processes, self.samples_per_process = processes, n
         self._conns, self._procs = [], []
-        for j in range(processes):
-            share = [np.ascontiguousarray(x[j * n:(j + 1) * n]) for x in (qp, vp, tp)]
-            parent, child = ctx.Pipe()
-            p = ctx.Process(target=_serve, args=(child, model_bytes, frame, *share), daemon=True)
-            p.start()
-            self._conns.append(parent)
-            self._procs.append(p)
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+        try:
+            for j in range(processes):
+                share = [np.ascontiguousarray(x[j * n:(j + 1) * n]) for x in (qp, vp, tp)]
+                parent, child = ctx.Pipe()
+                p = ctx.Process(target=_serve, args=(child, model_bytes, frame, *share), daemon=True)
+                p.start()
+                self._conns.append(parent)
+                self._procs.append(p)
+        finally:  # the parent's own settings, even if a process failed to start
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
         for c in self._conns:
             if not c.poll(120) or c.recv() != "ready":
                 self.close()

@@ -171,7 +171,8 @@ def pin_comparison(ix, xla, m, op, B):
     (interleaved) measurement when the run made one, else from the two separate rows."""
     r = ix.rec(xla, "paired", m, op, B, "float64")
     if r is not None and r.get("status") == "ok":
-        return r["ratio"], (f"{_fmt(r['per_sample_us'])} vs {_fmt(r['ref_us'])} µs; median of {r['rounds']} "
+        return r["ratio"], (f"{_fmt(r['per_sample_us'])} vs {_fmt(r['ref_us'])} µs"
+                            f"{' (loop / cores estimate)' if r.get('estimated') else ''}; median of {r['rounds']} "
                             f"interleaved rounds, range {_fmt(r['ratio_lo'])}–{_fmt(r['ratio_hi'])}×")
     s = ix.get(xla, "sodyn", m, op, B, "float64")
     p = pin_best(ix, m, op, B)
