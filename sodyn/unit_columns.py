@@ -16,9 +16,15 @@ The joint-space outputs of the sweep (the ``ν`` of Jain's innovations gather, A
 ``D ν``) give ``𝓜⁻¹ = N* D N`` (eq. 7.20) as a sum over dofs ``c`` of outer products.  On a
 segment whose slots keep their root at every level (:attr:`Segment.identity_maps`: serial
 chains, a quadruped's legs) the sum over the segment's dofs is formed per slot in its
-columns, ``(C_s, C_s)``, and the blocks are added into ``nv × nv`` by one static gather;
-other segments (branching inside the segment) gather their columns into ``(nv, nv_s)``
-matrices and take one matrix product.
+columns, ``(C_s, C_s)``.  A slot's dofs are its root's subtree, which in a tree numbered
+depth first (every built model) is one range of consecutive dofs, and the subtrees of one
+segment's slots are disjoint: the segment's blocks form a block-diagonal ``nv × nv`` matrix,
+assembled by padding and concatenation (:attr:`UnitColumns.block_placement`).  Against adding
+the blocks into ``𝓜⁻¹`` by one static gather, which other numberings still use (float64,
+B = 4096, two cores, in one process): 0.77× the time of ``𝓜⁻¹`` on Solo12, 0.93× on Panda,
+0.79× on an 8-link chain, 1.0× on a 32-link chain and on Talos (0.97× on one core); its
+gradient the same.  Other segments (branching inside the segment) gather their columns into
+``(nv, nv_s)`` matrices and take one matrix product.
 """
 
 from __future__ import annotations
@@ -50,6 +56,11 @@ class UnitColumns:
     ``block_index`` ``(nv, nv, T)`` indexes the concatenated, flattened per-slot blocks of the
     segments with identity maps (padding reads zero), and ``dense_index[s]`` ``(nv, n_s)`` the
     flattened outputs of another segment ``s`` (``None`` for segments with identity maps).
+    ``block_placement[s][k]`` lists, for each first-level slot of kernel ``k`` of a segment
+    ``s`` with identity maps, ``(rank, start, n)``: its block's leading ``n × n`` corner sits at
+    rows and columns ``start … start + n − 1`` of ``𝓜⁻¹`` (``None`` for other segments).
+    ``block_placement`` is ``None`` when some slot's dofs are not consecutive; ``block_index``
+    is ``None`` unless it is needed then.
     """
 
     counts: tuple[int, ...]
@@ -57,6 +68,7 @@ class UnitColumns:
     cross: tuple[np.ndarray | None, ...]
     block_index: np.ndarray | None
     dense_index: tuple[np.ndarray | None, ...]
+    block_placement: tuple[tuple[tuple[tuple[int, int, int], ...], ...] | None, ...] | None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,6 +109,17 @@ def _subtree_dofs(topo: Topology) -> list[list[int]]:
     return sub
 
 
+def _columns(topo: Topology, where: list[_Slot], sub: list[list[int]]) -> list[dict[int, int]]:
+    """Each body's column of each dof it sees: the dofs of its segment root's subtree, in order."""
+    columns = []
+    for k in range(topo.n_bodies):
+        root = k
+        while where[root].level > 0:
+            root = int(topo.parent[root])
+        columns.append({j: c for c, j in enumerate(sub[root])})
+    return columns
+
+
 @functools.lru_cache(maxsize=128)
 def unit_columns(topo: Topology) -> UnitColumns:
     """Build the :class:`UnitColumns` layout of ``topo`` (cached)."""
@@ -107,11 +130,7 @@ def unit_columns(topo: Topology) -> UnitColumns:
     nv_body = np.bincount(topo.dof_body, minlength=n)
     kernel_names = [kn for kn, _, _ in topo.kernel_slots]
 
-    root = np.arange(n)
-    for k in range(n):
-        while where[root[k]].level > 0:
-            root[k] = topo.parent[root[k]]
-    column = [{j: c for c, j in enumerate(sub[root[k]])} for k in range(n)]
+    column = _columns(topo, where, sub)
     counts = tuple(
         max([len(sub[k]) for k in range(n) if where[k].segment == i and where[k].level == 0] + [1])
         for i in range(len(segs))
@@ -141,32 +160,8 @@ def unit_columns(topo: Topology) -> UnitColumns:
         cross.append(idx)
 
     # Products: per-slot (C_s × C_s) blocks on identity-map segments, dense columns elsewhere.
-    block_shapes, block_offset, total = {}, {}, 0
-    for i, s in enumerate(segs):
-        if s.identity_maps:
-            for kk in range(len(kernel_names)):
-                block_shapes[i, kk] = (s.kernel_width[kk], counts[i], counts[i])
-                block_offset[i, kk] = total
-                total += int(np.prod(block_shapes[i, kk]))
-    contributions: list[list[list[int]]] = [[[] for _ in range(nv)] for _ in range(nv)]
-    for i, s in enumerate(segs):
-        if not s.identity_maps:
-            continue
-        for k in range(n):
-            w = where[k]
-            if w.segment != i or w.level != 0:
-                continue  # a first-level body stands for its slot at every level of the segment
-            for a in sub[k]:
-                for b in sub[k]:
-                    pos = np.ravel_multi_index((w.rank, column[k][a], column[k][b]), block_shapes[i, w.kernel])
-                    contributions[a][b].append(block_offset[i, w.kernel] + int(pos))
-    block_index = None
-    if total:
-        depth = max(len(c) for row in contributions for c in row)
-        block_index = np.full((nv, nv, depth), total, dtype=np.int64)
-        for a in range(nv):
-            for b in range(nv):
-                block_index[a, b, :len(contributions[a][b])] = contributions[a][b]
+    block_placement = _block_placement(topo, where, sub)
+    block_index = None if block_placement is not None else _block_index(topo, where, sub, column, counts)
 
     dense_index: list[np.ndarray | None] = []
     for i, s in enumerate(segs):
@@ -186,8 +181,55 @@ def unit_columns(topo: Topology) -> UnitColumns:
         dense_index.append(idx)
 
     return UnitColumns(
-        counts, tuple(tuple(u) for u in units), tuple(cross), block_index, tuple(dense_index)
+        counts, tuple(tuple(u) for u in units), tuple(cross), block_index, tuple(dense_index), block_placement
     )
+
+
+def _block_placement(topo: Topology, where: list[_Slot], sub: list[list[int]]):
+    """:attr:`UnitColumns.block_placement`, or ``None`` if a slot's dofs are not contiguous."""
+    segs = topo.segments
+    placement = [[[] for _ in topo.kernel_slots] for _ in segs]
+    for k in range(topo.n_bodies):
+        w, dofs = where[k], sub[k]
+        if not (segs[w.segment].identity_maps and w.level == 0 and dofs):
+            continue  # a first-level body stands for its slot at every level of the segment
+        if dofs != list(range(dofs[0], dofs[0] + len(dofs))):
+            return None
+        placement[w.segment][w.kernel].append((w.rank, dofs[0], len(dofs)))
+    return tuple(
+        tuple(tuple(sorted(p)) for p in per_kernel) if s.identity_maps else None
+        for s, per_kernel in zip(segs, placement)
+    )
+
+
+def _block_index(topo: Topology, where: list[_Slot], sub: list[list[int]], column, counts) -> np.ndarray | None:
+    """:attr:`UnitColumns.block_index`: for each entry of ``𝓜⁻¹``, the positions of its terms
+    in the concatenated, flattened per-slot blocks of the segments with identity maps."""
+    nv, segs = topo.nv, topo.segments
+    block_shapes, block_offset, total = {}, {}, 0
+    for i, s in enumerate(segs):
+        if s.identity_maps:
+            for kk in range(len(topo.kernel_slots)):
+                block_shapes[i, kk] = (s.kernel_width[kk], counts[i], counts[i])
+                block_offset[i, kk] = total
+                total += int(np.prod(block_shapes[i, kk]))
+    if not total:
+        return None
+    contributions: list[list[list[int]]] = [[[] for _ in range(nv)] for _ in range(nv)]
+    for k in range(topo.n_bodies):
+        w = where[k]
+        if not (segs[w.segment].identity_maps and w.level == 0):
+            continue
+        for a in sub[k]:
+            for b in sub[k]:
+                pos = np.ravel_multi_index((w.rank, column[k][a], column[k][b]), block_shapes[w.segment, w.kernel])
+                contributions[a][b].append(block_offset[w.segment, w.kernel] + int(pos))
+    depth = max(len(c) for row in contributions for c in row)
+    index = np.full((nv, nv, depth), total, dtype=np.int64)
+    for a in range(nv):
+        for b in range(nv):
+            index[a, b, :len(contributions[a][b])] = contributions[a][b]
+    return index
 
 
 def gather_unit_columns(
@@ -236,8 +278,18 @@ def sum_of_column_products(topo: Topology, a: list[tuple], b: list[tuple]) -> ja
     (``A_c(e_i)``: output at dof ``c`` of the sweep of ``e_i``)."""
     layout = unit_columns(topo)
     dtype = a[0][0].dtype
+    nv = topo.nv
     blocks, total = [], None
-    for seg, seg_a, seg_b, dense in zip(topo.segments, a, b, layout.dense_index):
+    for i, (seg, seg_a, seg_b, dense) in enumerate(zip(topo.segments, a, b, layout.dense_index)):
+        if seg.identity_maps and layout.block_placement is not None:
+            placed = []
+            for x, y, slots in zip(seg_a, seg_b, layout.block_placement[i]):
+                if slots:
+                    products = _block_products(x, y)
+                    placed += [(start, products[rank, :n, :n]) for rank, start, n in slots]
+            term = _block_diagonal(placed, nv, dtype)
+            total = term if total is None else total + term
+            continue
         if seg.identity_maps:
             blocks += [_block_products(x, y).reshape(-1) for x, y in zip(seg_a, seg_b)]
             continue
@@ -251,6 +303,22 @@ def sum_of_column_products(topo: Topology, a: list[tuple], b: list[tuple]) -> ja
         term = jnp.sum(flat[layout.block_index], axis=-1)
         total = term if total is None else total + term
     return total
+
+
+def _block_diagonal(placed: list[tuple[int, jax.Array]], nv: int, dtype) -> jax.Array:
+    """The ``(nv, nv)`` matrix with the square blocks ``(start, block)`` on its diagonal at
+    rows and columns ``start …``, zero elsewhere (the blocks are disjoint): one row strip per
+    block, padded to ``nv`` columns, and the strips and zero rows concatenated."""
+    rows, end = [], 0
+    for start, block in sorted(placed, key=lambda p: p[0]):
+        n = block.shape[0]
+        if start > end:
+            rows.append(jnp.zeros((start - end, nv), dtype))
+        rows.append(jax.lax.pad(block, jnp.zeros((), dtype), [(0, 0, 0), (start, nv - start - n, 0)]))
+        end = start + n
+    if end < nv:
+        rows.append(jnp.zeros((nv - end, nv), dtype))
+    return jnp.concatenate(rows, axis=0)
 
 
 #: Above this many multiply-adds per sample, a segment's per-slot block products are one
