@@ -339,18 +339,32 @@ def _build_segments(parent, level, local_of, ranges, seg_widths, seg_offsets) ->
 # ---------------------------------------------------------------------------
 
 
-def _take(x: jax.Array, index: np.ndarray, pad_value=None) -> jax.Array:
+#: :func:`dofs_from_levels` reorders per-kernel blocks into dof order by slicing and
+#: concatenating when dof order is at most this many runs of consecutive slots, by a gather
+#: beyond.  Measured (float64, B = 2048, two cores, in one process): Solo12's 12 runs make its
+#: mass matrix 0.80× the time (its FD, ``𝓜⁻¹`` and ``∇FD`` 1.0×); Talos's 40 runs as slices
+#: took ``∇FD`` 1.15× and its mass matrix 1.03× the time of the gather.
+DOF_ORDER_MAX_RUNS = 16
+
+
+def _take(x: jax.Array, index: np.ndarray, pad_value=None, max_runs: int = 1) -> jax.Array:
     """``x[index]`` for a static integer ``index``, where ``index == len(x)`` reads ``pad_value``
-    (appended only if some index asks for it); a slice and a reshape when ``index`` is a run
-    ``a, a + 1, …`` (the whole of ``x`` in the usual case), not a gather."""
+    (appended only if some index asks for it).  Where ``index`` is at most ``max_runs`` disjoint
+    runs ``a, a + 1, …`` (one run, the whole of ``x``, in the usual case), slices of one
+    ``split`` (its transpose is one ``concatenate``) and a ``concatenate``, not a gather."""
     n = x.shape[0]
     if index.size and index.max() >= n:
         pad = jnp.broadcast_to(jnp.asarray(pad_value, x.dtype), (1,) + x.shape[1:])
-        x = jnp.concatenate([x, pad])
-    elif index.size and np.array_equal(index.ravel(), np.arange(index.flat[0], index.flat[0] + index.size)):
-        a = int(index.flat[0])
-        run = split_slots(x, [slice(a, a + index.size)])[0]  # a split: its transpose is one concatenate
-        return run.reshape(index.shape + x.shape[1:])
+        return jnp.concatenate([x, pad])[index]
+    flat = index.ravel()
+    if flat.size:
+        cuts = np.flatnonzero(np.diff(flat) != 1) + 1
+        runs = [slice(int(flat[a]), int(flat[a]) + int(b - a)) for a, b in zip([0, *cuts], [*cuts, flat.size])]
+        ordered = sorted(runs, key=lambda r: r.start)
+        disjoint = all(r.stop <= nxt.start for r, nxt in zip(ordered, ordered[1:]))
+        if len(runs) <= max_runs and disjoint:
+            pieces = split_slots(x, runs)
+            return _concat(pieces, axis=0).reshape(index.shape + x.shape[1:])
     return x[index]
 
 
@@ -379,7 +393,7 @@ def dofs_from_levels(topo: Topology, blocks: list[jax.Array], which: str = "v") 
     tail = blocks[0].shape[3:]
     parts = [b.reshape((-1,) + tail) for b in blocks]
     flat = parts[0] if len(parts) == 1 else jnp.concatenate(parts)
-    return _take(flat, topo.q_gather if which == "q" else topo.dof_gather)
+    return _take(flat, topo.q_gather if which == "q" else topo.dof_gather, max_runs=DOF_ORDER_MAX_RUNS)
 
 
 # ---------------------------------------------------------------------------

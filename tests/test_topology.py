@@ -139,3 +139,38 @@ def test_parallel_chains_need_no_parent_pick():
     tree = compile_topology(np.array([-1, 0, 0, 2, 1]), ("revolute",) * 5)
     seg = tree.segments[-1]
     assert seg.width == 2 and not seg.identity_maps
+
+
+
+TAKE_CASES = {
+    (2, 3, 4): 1,               # one run: a slice
+    (4, 5, 0, 1, 2, 3): 2,      # two runs: slices and a concatenate
+    (0, 2, 4, 1, 3, 5): 6,      # six runs of one
+    (0, 1, 0, 1): 2,            # runs that overlap: the gather
+    (5, 4, 3): 2,               # more runs than allowed: the gather
+}
+
+
+@pytest.mark.parametrize("index,max_runs", TAKE_CASES.items())
+def test_static_take_by_runs_matches_the_gather(index, max_runs):
+    import jax
+    import jax.numpy as jnp
+
+    from sodyn.topology import _take
+
+    x = jnp.arange(24.0).reshape(6, 4)
+    idx = np.array(index).reshape(-1, 1)
+    np.testing.assert_array_equal(_take(x, idx, max_runs=max_runs), x[idx])
+    # the transpose of the slices and the concatenate puts every cotangent back
+    w = jnp.arange(idx.size * 4.0).reshape(idx.shape + (4,))
+    grad = jax.grad(lambda x: jnp.sum(w * _take(x, idx, max_runs=max_runs)))(x)
+    np.testing.assert_array_equal(grad, jax.grad(lambda x: jnp.sum(w * x[idx]))(x))
+
+
+def test_static_take_reads_the_pad_value_past_the_end():
+    import jax.numpy as jnp
+
+    from sodyn.topology import _take
+
+    x = jnp.arange(24.0).reshape(6, 4)
+    np.testing.assert_array_equal(_take(x, np.array([6, 0]), pad_value=-1.0), jnp.stack([jnp.full(4, -1.0), x[0]]))
