@@ -185,8 +185,8 @@ def unit_columns(topo: Topology) -> UnitColumns:
     )
 
 
-def _block_placement(topo: Topology, where: list[_Slot], sub: list[list[int]]):
-    """:attr:`UnitColumns.block_placement`, or ``None`` if a slot's dofs are not contiguous."""
+def _block_placement(topo: Topology, where: list[_Slot], sub: list[list[int]]) -> tuple | None:
+    """:attr:`UnitColumns.block_placement`, or ``None`` if a slot's dofs are not consecutive."""
     segs = topo.segments
     placement = [[[] for _ in topo.kernel_slots] for _ in segs]
     for k in range(topo.n_bodies):
