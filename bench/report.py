@@ -100,6 +100,12 @@ def machine_info():
     return dict(cpu=cpu, cores=os.cpu_count(), mem=mem, python=platform.python_version(), versions=vers)
 
 
+def malloc_env() -> dict:
+    """The glibc allocator settings (``MALLOC_*`` variables) the workers inherit: they decide
+    whether a large output buffer is a fresh ``mmap``, page-faulted in on every call."""
+    return {k: v for k, v in sorted(os.environ.items()) if k.startswith("MALLOC_")}
+
+
 def sodyn_commit():
     import sodyn
 
@@ -286,6 +292,10 @@ def write(args, jsonl):
     if argv:
         out.append("- command: " + " then ".join("`python " + " ".join(x) + "`" for x in argvs)
                    + (f" (wall {' + '.join(f'{w:.1f}' for w in walls)} min)" if wall else ""))
+    env_text = sorted({" ".join(f"`{k}={v}`" for k, v in r["malloc_env"].items()) or "glibc defaults"
+                       for r in meta if "malloc_env" in r})  # runs before it was recorded: nothing
+    if env_text:
+        out.append("- allocator (`MALLOC_*` environment of the workers): " + "; ".join(env_text))
     out.append("- XLA settings: " + "; ".join(f"`{n}`: XLA_FLAGS=`{flags.get(n, '')}`" for n in present)
                + f". Primary (full plan): `{ix.primary}`; the others run a reduced plan.")
     out.append("")

@@ -208,7 +208,7 @@ def orchestrate(a):
 
             commit, dirty, _ = report.sodyn_commit()
             f.write(json.dumps({"lib": "meta", "argv": sys.argv, "start": t_start, "only_secondary": a.only_secondary, "xla": a.xla, "sodyn_commit": commit,
-                                "sodyn_dirty": dirty}) + "\n")
+                                "sodyn_dirty": dirty, "malloc_env": report.malloc_env()}) + "\n")
         for name, flags, model, kind, over in jobs:
             if kind == "mjx-skip":
                 _append(jsonl, dict(lib="mjx", model=model, op="*", B=0, dtype="-", xla=name, status="skipped",

@@ -18,8 +18,11 @@ pytest.importorskip("pinocchio")
 
 
 def test_bench_quick(tmp_path):
+    # a glibc allocator setting the workers inherit, recorded in the report (bench/README.md)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+    env["MALLOC_TRIM_THRESHOLD_"] = "4000000000"
     r = subprocess.run([sys.executable, RUN, "--quick", "--no-plots", "--out", str(tmp_path)],
-                       capture_output=True, text=True, timeout=150)
+                       capture_output=True, text=True, timeout=150, env=env)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     recs = [json.loads(line) for line in (tmp_path / "raw.jsonl").read_text().splitlines() if line.strip()]
     rows = {(x["lib"], x["op"], x["B"], x["dtype"]): x for x in recs if x.get("lib") not in ("meta",)}
@@ -41,5 +44,8 @@ def test_bench_quick(tmp_path):
     assert check["agree_rel_err"] < 1e-8
     md = (tmp_path / "results.md").read_text()
     assert "sodyn commit measured" in md and "### chain8" in md
+    meta = next(x for x in recs if x.get("lib") == "meta" and "argv" in x)
+    assert meta["malloc_env"] == {"MALLOC_TRIM_THRESHOLD_": "4000000000"}, meta
+    assert "- allocator (`MALLOC_*` environment of the workers): `MALLOC_TRIM_THRESHOLD_=4000000000`" in md
     assert "| FD (ABA) | 64 | 2 |" in md
     assert "## Paired comparisons with Pinocchio" in md and "| chain8 | FD (ABA) | 2 |" in md
