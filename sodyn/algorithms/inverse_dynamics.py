@@ -36,6 +36,7 @@ from sodyn.algorithms.common import (
     model_params,
     prepare,
 )
+from sodyn.algorithms.kinematics import child_motion
 from sodyn.model import Model
 from sodyn.topology import dofs_from_levels, dofs_to_levels, gather, scatter, to_levels
 
@@ -49,9 +50,8 @@ def local_forces_levels(levels, topo, v_blocks, a_blocks, root_acceleration: jax
     dtype = vj.dtype
 
     def step(parent, x):
-        (vp, ap), (r, p, vjk, ajk, inertia) = parent, x
-        vel = spatial.motion_to_child(r, p, vp) + vjk
-        acc = spatial.motion_to_child(r, p, ap) + ajk + spatial.motion_cross(vel, vjk)
+        *motion, inertia = x
+        vel, acc, _ = child_motion(parent, *motion)
         own = spatial.mv(inertia, acc) + spatial.force_cross(vel, spatial.mv(inertia, vel))
         return (vel, acc), own
 

@@ -174,6 +174,20 @@ def frame_pose(model: Model, q, frame: str | int) -> Poses:
     return Poses(fk.frame.rotation[f], fk.frame.translation[f])
 
 
+def child_motion(parent: tuple[jax.Array, jax.Array], r, p, vj: jax.Array, aj: jax.Array):
+    """One level of the velocity and acceleration scatter (Jain eqs. 5.14, 5.16): from the
+    parent's ``(V, α)``, the link transform ``(r, p)`` and the joint's ``H* θ̇``, ``H* θ̈``,
+
+        V = φ* V(℘) + H* θ̇,    a = V ×ₘ H* θ̇,    α = φ* α(℘) + H* θ̈ + a.
+
+    Returns ``(V, α, a)``."""
+    vp, ap = parent
+    v = spatial.motion_to_child(r, p, vp) + vj
+    coriolis = spatial.motion_cross(v, vj)
+    a = spatial.motion_to_child(r, p, ap) + aj + coriolis
+    return v, a, coriolis
+
+
 def velocities_and_accelerations_levels(
     levels: Levels, topo, v_blocks, a_blocks, root_acceleration: jax.Array
 ) -> tuple[jax.Array, jax.Array, jax.Array]:
@@ -183,10 +197,7 @@ def velocities_and_accelerations_levels(
     dtype = vj.dtype
 
     def step(parent, x):
-        (vp, ap), (r, p, vjk, ajk) = parent, x
-        v = spatial.motion_to_child(r, p, vp) + vjk
-        coriolis = spatial.motion_cross(v, vjk)
-        a = spatial.motion_to_child(r, p, ap) + ajk + coriolis
+        v, a, coriolis = child_motion(parent, *x)
         return (v, a), (v, a, coriolis)
 
     root = (jnp.zeros(6, dtype), root_acceleration)
