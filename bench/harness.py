@@ -312,6 +312,8 @@ def run_sodyn_pin(cfg, model_name: str, sink: Sink):
         fns["lambda_composed"] = lambda q, v, t: _lambda_composed(sd, m, q, frame)
         return fns
 
+    if 1 in cfg.batches:
+        _call_floor(sd, q64[0], timer, sink, common)
     for dt_name in cfg.dtypes:
         dt = jnp.float64 if dt_name == "float64" else jnp.float32
         m = model.astype(dt)
@@ -371,6 +373,18 @@ def run_sodyn_pin(cfg, model_name: str, sink: Sink):
     sink(lib="process", op="-", B=0, dtype="-", maxrss_mb=maxrss_mb(), note="sodyn/pin worker peak RSS",
          loadavg_end=loadavg(), loadavg_start=LOAD0,
          **common)
+
+
+def _call_floor(sd, q, timer, sink, common):
+    """Time the cheapest single call there is, ``sodyn.jit(lambda q: q + 1, latency=True)`` on one
+    float64 sample, in the worker that times the B = 1 rows: what dispatching any jitted call costs
+    on this machine at this moment, so a single call's time can be read against it."""
+    import jax
+
+    plus_one = sd.jit(lambda x: x + 1.0, latency=True).lower(q).compile()
+    tt, reps = timer(lambda: jax.block_until_ready(plus_one(q)))
+    sink(lib="sodyn", op="floor", B=1, dtype="float64", per_sample_us=tt * 1e6, call_us=tt * 1e6, reps=reps,
+         note="jitted q + 1: the per-call floor", **common)
 
 
 def _start_pool(pm, frame, qp, vp, tp, processes, samples_per_process, sink, common):

@@ -41,7 +41,7 @@ def test_chunked_vmap_gradient_and_pytree_outputs_match_jax_vmap():
     for g, e in zip(got, expected):
         np.testing.assert_allclose(g, e, rtol=1e-10, atol=1e-12)
     out = jax.jit(sd.vmap(f, chunk_size=4))(q, v)
-    ref = jax.vmap(f)(q, v)
+    ref = jax.jit(jax.vmap(f))(q, v)
     np.testing.assert_allclose(out["ke"], ref["ke"], rtol=1e-12)
     np.testing.assert_allclose(out["a"], ref["a"], rtol=1e-12)
 

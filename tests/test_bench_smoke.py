@@ -49,3 +49,29 @@ def test_bench_quick(tmp_path):
     assert "- allocator (`MALLOC_*` environment of the workers): `MALLOC_TRIM_THRESHOLD_=4000000000`" in md
     assert "| FD (ABA) | 64 | 2 |" in md
     assert "## Paired comparisons with Pinocchio" in md and "| chain8 | FD (ABA) | 2 |" in md
+
+
+def test_call_floor_is_recorded_and_read_with_the_single_call(tmp_path):
+    """A run with B = 1 times a jitted ``q + 1`` in the worker (the machine's per-call floor), and
+    the single-call target's line quotes it beside the forward-dynamics call."""
+    import jax.numpy as jnp
+
+    import sodyn as sd
+
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import harness
+    import report
+
+    jsonl = tmp_path / "raw.jsonl"
+    sink = harness.Sink(str(jsonl), "nofusion", verbose=False)
+    common = dict(model="panda", nv=9, cores=1, chunk=None)
+    harness._call_floor(sd, jnp.zeros(9), harness.Timer(0.02, 3), sink, common)
+    sink(lib="sodyn", op="fd", B=1, dtype="float64", per_sample_us=30.0, call_us=30.0, **common)
+    recs = report.load(str(jsonl))
+    floor = next(r for r in recs if r["op"] == "floor")
+    assert floor["status"] == "ok" and floor["B"] == 1 and 0 < floor["call_us"] < 30.0 * 1000, floor
+    ix = report.Index(recs)
+    ix.primary = "nofusion"  # set by report.write from the run's settings
+    row = next(r for r in report.targets(ix, "nofusion") if r[0].startswith("single call"))
+    assert row[2] == 30.0 and row[4] == "FAIL"
+    assert f"a jitted `q + 1` in the same worker: {report._fmt(floor['call_us'])} µs" in row[5], row

@@ -86,12 +86,20 @@ def test_log_det(case):
     assert out["logdet"] == pytest.approx(logdet, abs=1e-10)
 
 
+@jax.jit
+def _link_operators(model, q):
+    """Per body: ``φ(℘(k), k)`` (the parent-to-child motion transform, transposed) and the
+    spatial inertia, in one compiled program (evaluated eagerly, each operation compiles on its own)."""
+    levels = prepare(model, q)
+    rel_r = from_levels(model.topology, levels.rel_r)
+    rel_p = from_levels(model.topology, levels.rel_p)
+    phi_k = jnp.swapaxes(spatial.motion_transform_matrix(rel_r, rel_p), -1, -2)
+    return phi_k, spatial.spatial_inertia(model.mass, model.com, model.inertia)
+
+
 def _dense_operators(model, q, out):
     n, nv = model.n_bodies, model.nv
-    levels = prepare(model, q)
-    rel_r = np.asarray(from_levels(model.topology, levels.rel_r))
-    rel_p = np.asarray(from_levels(model.topology, levels.rel_p))
-    phi_k = np.swapaxes(np.asarray(spatial.motion_transform_matrix(rel_r, rel_p)), -1, -2)
+    phi_k, spatial_inertia = (np.asarray(x) for x in _link_operators(model, q))
     abi = out["abi"]
     e_phi = np.zeros((6 * n, 6 * n))
     e_psi = np.zeros((6 * n, 6 * n))
@@ -104,7 +112,6 @@ def _dense_operators(model, q, out):
     h = np.zeros((nv, 6 * n))
     g = np.zeros((6 * n, nv))
     inertia = np.zeros((6 * n, 6 * n))
-    spatial_inertia = np.asarray(spatial.spatial_inertia(model.mass, model.com, model.inertia))
     body_jac = np.asarray(out["body_jac"])
     for j in range(nv):
         k = model.topology.dof_body[j]
@@ -163,18 +170,22 @@ def test_gather_and_scatter_match_dense_resolvent(case):
     from sodyn.algorithms.inverse_dynamics import body_forces_levels
     from sodyn.topology import scatter, to_levels
 
-    levels = prepare(model, q)
-    xl = to_levels(model.topology, jnp.asarray(x), jnp.zeros(6))
-
     def step(parent, inp):
         r, p, xk = inp
         y = spatial.motion_to_child(r, p, parent) + xk
         return y, y
 
-    ys = scatter(model.topology, step, jnp.zeros(6), (levels.rel_r, levels.rel_p, xl))
-    np.testing.assert_allclose(from_levels(model.topology, ys).reshape(-1), ops["phi"].T @ x.reshape(-1), atol=1e-12)
-    fs = body_forces_levels(levels, model.topology, xl)
-    np.testing.assert_allclose(from_levels(model.topology, fs).reshape(-1), ops["phi"] @ x.reshape(-1), atol=1e-12)
+    @jax.jit
+    def both_sweeps(q, x):
+        levels = prepare(model, q)
+        xl = to_levels(model.topology, x, jnp.zeros(6))
+        ys = scatter(model.topology, step, jnp.zeros(6), (levels.rel_r, levels.rel_p, xl))
+        fs = body_forces_levels(levels, model.topology, xl)
+        return from_levels(model.topology, ys), from_levels(model.topology, fs)
+
+    ys, fs = both_sweeps(q, jnp.asarray(x))
+    np.testing.assert_allclose(ys.reshape(-1), ops["phi"].T @ x.reshape(-1), atol=1e-12)
+    np.testing.assert_allclose(fs.reshape(-1), ops["phi"] @ x.reshape(-1), atol=1e-12)
     # Nilpotency: E_φ^depth = 0 and E_φ^(depth−1) ≠ 0.
     depth = model.topology.n_levels
     assert np.allclose(np.linalg.matrix_power(ops["e_phi"], depth), 0)
@@ -249,7 +260,8 @@ def test_reverse_mode_of_sweeps_has_no_padded_slices():
     for f in (loss, loss_fd):
         jaxpr = jax.make_jaxpr(jax.grad(f, argnums=(0, 1)))(q, v).jaxpr
         assert "pad" not in jaxpr_primitives(jaxpr)
-    g = jax.grad(loss, argnums=1)(q, v)
+    g = jax.jit(jax.grad(loss, argnums=1))(q, v)
     e = jnp.eye(model.nv)[0]
-    fd = (loss(q, v + 1e-6 * e) - loss(q, v - 1e-6 * e)) / 2e-6
+    loss_at = jax.jit(loss)
+    fd = (loss_at(q, v + 1e-6 * e) - loss_at(q, v - 1e-6 * e)) / 2e-6
     np.testing.assert_allclose(g[0], fd, rtol=1e-6, atol=1e-8)

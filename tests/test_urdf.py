@@ -95,15 +95,16 @@ def test_against_pinocchio():
             q = q.at[:7].set(np.concatenate([rng.normal(size=3), quat / np.linalg.norm(quat)]))
         v = rng.normal(size=m.nv)
         qp, vp = np.asarray(q_to_pinocchio(m, q)), np.asarray(v_to_pinocchio(m, v))
-        M = np.asarray(v_to_pinocchio(m, v_to_pinocchio(m, sd.mass_matrix(m, q)).T))
+        # one compiled program per model (evaluated eagerly, each operation compiles on its own)
+        M, tau, fk = jax.jit(lambda q, v, m=m: (sd.mass_matrix(m, q), sd.inverse_dynamics(m, q, v, 0.0 * v),
+                                                 sd.forward_kinematics(m, q)))(q, v)
+        M = np.asarray(v_to_pinocchio(m, v_to_pinocchio(m, M).T))
         Mp = pin.crba(pm, pm.createData(), qp)
         np.testing.assert_allclose(M, np.triu(Mp) + np.triu(Mp, 1).T, atol=1e-12)
-        tau = sd.inverse_dynamics(m, q, v, np.zeros(m.nv))
         taup = pin.rnea(pm, pm.createData(), qp, vp, np.zeros(m.nv)) + pm.damping * vp
         np.testing.assert_allclose(v_to_pinocchio(m, tau), taup, atol=1e-12)
         pd = pm.createData()
         pin.framesForwardKinematics(pm, pd, qp)
-        fk = sd.forward_kinematics(m, q)
         for f in pm.frames[1:]:
             k = m.frame_id(f.name)
             np.testing.assert_allclose(fk.frame.translation[k], pd.oMf[pm.getFrameId(f.name)].translation, atol=1e-12)
