@@ -313,7 +313,7 @@ def run_sodyn_pin(cfg, model_name: str, sink: Sink):
         return fns
 
     if 1 in cfg.batches:
-        _call_floor(sd, q64[0], timer, sink, common)
+        _call_floor(sd, q64, timer, sink, common)
     for dt_name in cfg.dtypes:
         dt = jnp.float64 if dt_name == "float64" else jnp.float32
         m = model.astype(dt)
@@ -376,13 +376,14 @@ def run_sodyn_pin(cfg, model_name: str, sink: Sink):
 
 
 def _call_floor(sd, q, timer, sink, common):
-    """Time the cheapest single call there is, ``sodyn.jit(lambda q: q + 1, latency=True)`` on one
-    float64 sample, in the worker that times the B = 1 rows: what dispatching any jitted call costs
-    on this machine at this moment, so a single call's time can be read against it."""
+    """Time the cheapest single call there is, ``sodyn.jit(lambda q: q + 1, latency=True)`` on the
+    first float64 sample of ``q``, compiled and called as the B = 1 rows are, in the worker that
+    times them: what dispatching any jitted call costs on this machine at this moment, so a single
+    call's time can be read against it."""
     import jax
 
-    plus_one = sd.jit(lambda x: x + 1.0, latency=True).lower(q).compile()
-    tt, reps = timer(lambda: jax.block_until_ready(plus_one(q)))
+    plus_one, one = _compile_call(None, lambda x: x + 1.0, 1, (q,), sd.jit)
+    tt, reps = timer(lambda: jax.block_until_ready(plus_one(*one)))
     sink(lib="sodyn", op="floor", B=1, dtype="float64", per_sample_us=tt * 1e6, call_us=tt * 1e6, reps=reps,
          note="jitted q + 1: the per-call floor", **common)
 

@@ -65,7 +65,7 @@ def test_call_floor_is_recorded_and_read_with_the_single_call(tmp_path):
     jsonl = tmp_path / "raw.jsonl"
     sink = harness.Sink(str(jsonl), "nofusion", verbose=False)
     common = dict(model="panda", nv=9, cores=1, chunk=None)
-    harness._call_floor(sd, jnp.zeros(9), harness.Timer(0.02, 3), sink, common)
+    harness._call_floor(sd, jnp.zeros((2, 9)), harness.Timer(0.02, 3), sink, common)
     sink(lib="sodyn", op="fd", B=1, dtype="float64", per_sample_us=30.0, call_us=30.0, **common)
     recs = report.load(str(jsonl))
     floor = next(r for r in recs if r["op"] == "floor")

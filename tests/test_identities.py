@@ -89,7 +89,7 @@ def test_log_det(case):
 @jax.jit
 def _link_operators(model, q):
     """Per body: ``φ(℘(k), k)`` (the parent-to-child motion transform, transposed) and the
-    spatial inertia, in one compiled program (evaluated eagerly, each operation compiles on its own)."""
+    spatial inertia, in one compiled program (evaluated eagerly, each operation would compile on its own)."""
     levels = prepare(model, q)
     rel_r = from_levels(model.topology, levels.rel_r)
     rel_p = from_levels(model.topology, levels.rel_p)

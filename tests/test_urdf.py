@@ -95,7 +95,7 @@ def test_against_pinocchio():
             q = q.at[:7].set(np.concatenate([rng.normal(size=3), quat / np.linalg.norm(quat)]))
         v = rng.normal(size=m.nv)
         qp, vp = np.asarray(q_to_pinocchio(m, q)), np.asarray(v_to_pinocchio(m, v))
-        # one compiled program per model (evaluated eagerly, each operation compiles on its own)
+        # one compiled program per model (evaluated eagerly, each operation would compile on its own)
         M, tau, fk = jax.jit(lambda q, v, m=m: (sd.mass_matrix(m, q), sd.inverse_dynamics(m, q, v, 0.0 * v),
                                                  sd.forward_kinematics(m, q)))(q, v)
         M = np.asarray(v_to_pinocchio(m, v_to_pinocchio(m, M).T))
