@@ -14,18 +14,20 @@ rounds, B = 4096, float64, two CPU devices; median ratios): forward dynamics 0.9
 dynamics 0.94× and 0.99×, its gradient 0.97× and 0.92×; Talos (float64, B = 1024) 0.97–0.99×.
 Compiles took 0.85–1.0× as long.
 
-Method (the classic Cody–Waite scheme, constants as published in fdlibm for float64 and in the
-Cephes library for float32): ``k = round(2x/π)``, ``r = x − k π/2`` with ``π/2`` split into three
-parts whose products with ``k`` are exact, so ``|r| ≤ π/4`` without cancellation; then minimax
-polynomials for ``sin r`` (odd, through ``r¹³`` in float64, ``r⁷`` in float32) and ``cos r``
-(even, through ``r¹⁴`` / ``r⁸``); the quadrant ``k mod 4`` swaps and negates them.  Largest
-absolute error against NumPy's float64 ``sin``/``cos`` of the same arguments: one unit of
-roundoff at 1 (2.2e-16 in float64 for ``|x|`` up to 1e5 rad, 9.3e-8 in float32 for ``|x|`` up to
-1e4; ``tests/test_trig.py``), against half a unit for ``jnp.sin``.  The split of ``π/2`` keeps the
-reduction exact up to ``|x|`` ≈ 1.6e6 (float64) and 1.3e4 (float32) by itself; measured on the
-x86-64 machine of the benchmarks, float64 stayed at 2.2e-16 up to ``|x|`` = 1e12 and float32 at
-8.8e-8 up to 1e5 (the compiled code evidently keeps ``x − k P1`` exact further, as a fused
-multiply-add does).  The derivative is defined
+Method (the classic Cody–Waite scheme; the float64 constants as published in fdlibm, the
+float32 polynomials from the Cephes library): ``k = round(2x/π)``, ``r = x − k π/2`` with ``π/2``
+split into parts whose leading products with ``k`` are exact, so ``|r| ≤ π/4`` without
+cancellation; then minimax polynomials for ``sin r`` (odd, through ``r¹³`` in float64, ``r⁷`` in
+float32) and ``cos r`` (even, through ``r¹⁴`` / ``r⁸``); the quadrant ``k mod 4`` swaps and negates
+them.  Largest absolute error against NumPy's float64 ``sin``/``cos`` of the same arguments: one
+unit of roundoff at 1 (2.2e-16 in float64 for ``|x|`` up to 1e5 rad, 9.2e-8 in float32 for
+``|x|`` up to 1e5; ``tests/test_trig.py``), against half a unit for ``jnp.sin``.  The reduction is
+exact up to ``|x|`` ≈ 1.6e6 (float64) and 1.0e5 (float32) whether or not the compiler fuses
+``x − k P`` into one multiply-add: Cephes' float32 split of ``π/2`` into three parts is exact only
+to ``|x|`` ≈ 1.3e4, and beyond it measured 9.1e-8 up to 3e4 with XLA:CPU's default code
+generation (which contracts to multiply-adds) but 4.9e-7 with LLVM's optimisations off
+(``--xla_backend_optimization_level=0``), so the float32 split here has four parts of at most
+8 significant bits.  The derivative is defined
 exactly (``d sin = cos dx``, ``d cos = −sin dx``), not through the polynomials.
 """
 
@@ -36,11 +38,13 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
-# π/2 = P1 + P2 + P3, each part with enough trailing zero bits that k · Pi is exact for the
-# quadrant counts |k| below 2²⁰ in float64 and 2¹³ in float32 (|x| up to about 1.6e6 and 1.3e4).
+# π/2 = P1 + P2 + tail.  k · P1 and k · P2 are exact for the quadrant counts |k| below 2²⁰ in
+# float64 and 2¹⁶ in float32 (|x| up to about 1.6e6 and 1.0e5), and so is x − k P1 − k P2; the
+# tail (one part in float64, two in float32, where parts of at most 8 significant bits leave
+# too little for one) is multiplied and summed with roundings far below those of the result.
 _PIO2 = {
-    np.dtype(np.float64): (1.57079632673412561417e00, 6.07710050630396597660e-11, 2.02226624871116645580e-21),
-    np.dtype(np.float32): (1.5703125, 4.837512969970703125e-4, 7.54978995489188216e-8),
+    np.dtype(np.float64): ((1.57079632673412561417e00, 6.07710050630396597660e-11), (2.02226624871116645580e-21,)),
+    np.dtype(np.float32): ((1.5703125, 4.825592041015625e-4), (1.2665987014770508e-6, 9.92093629470503e-10)),
 }
 # sin r ≈ r + r³ (S1 + S2 r² + …), cos r ≈ 1 − r²/2 + r⁴ (C1 + C2 r² + …) on |r| ≤ π/4.
 _SIN = {
@@ -70,9 +74,12 @@ def sincos(x: Array) -> tuple[Array, Array]:
     dtype = np.dtype(x.dtype)
     if dtype not in _PIO2:
         return jnp.sin(x), jnp.cos(x)
-    p1, p2, p3 = _PIO2[dtype]
+    (p1, p2), tail = _PIO2[dtype]
     k = jnp.round(x * (2.0 / np.pi))
-    r = ((x - k * p1) - k * p2) - k * p3
+    tail_k = k * tail[0]
+    for t in tail[1:]:
+        tail_k = tail_k + k * t
+    r = ((x - k * p1) - k * p2) - tail_k
     z = r * r
     s = r + r * z * _horner(z, _SIN[dtype])
     c = 1.0 - 0.5 * z + z * z * _horner(z, _COS[dtype])

@@ -215,7 +215,9 @@ def test_vmap_splits_the_batch_across_cpu_devices():
     import subprocess
     import sys
 
-    env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "JAX_NUM_CPU_DEVICES")}
+    env = {k: v for k, v in os.environ.items() if k != "JAX_NUM_CPU_DEVICES"}
+    # keep the suite's compile flags (conftest.py), drop any device count of the caller's
+    env["XLA_FLAGS"] = " ".join(f for f in env.get("XLA_FLAGS", "").split() if "device_count" not in f)
     out = subprocess.run([sys.executable, "-c", _MULTI_DEVICE_SCRIPT], capture_output=True, text=True, env=env,
                          timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]

@@ -1,5 +1,8 @@
 """``sodyn.trig.sincos`` against NumPy's float64 sine and cosine: within one unit of roundoff
-at 1 (float64 and float32), exact at 0, derivatives exact, NaN and infinity propagated."""
+at 1 (float64 and float32, over the range where its reduction is exact), exact at 0, derivatives
+exact, NaN and infinity propagated.  (The suite runs without LLVM's optimisations,
+``tests/conftest.py``, so without multiply-add contraction, which once hid a float32 reduction
+exact only to 1.3e4.)"""
 
 import jax
 import jax.numpy as jnp
@@ -13,7 +16,8 @@ SPECIAL = np.array([0.0, -0.0, np.pi / 4, -np.pi / 4, np.pi / 2, np.pi, 1.5 * np
 
 
 @pytest.mark.parametrize("dtype, scale", [(np.float64, 1.0), (np.float64, 30.0), (np.float64, 1e5),
-                                          (np.float32, 1.0), (np.float32, 30.0), (np.float32, 1e4)])
+                                          (np.float32, 1.0), (np.float32, 30.0), (np.float32, 1e4),
+                                          (np.float32, 2e4)])
 def test_sincos_matches_numpy(dtype, scale):
     x = np.concatenate([np.random.default_rng(0).standard_normal(100_000) * scale, SPECIAL]).astype(dtype)
     s, c = SINCOS(x)
