@@ -53,6 +53,7 @@ from sodyn.configuration import (
     random_configuration,
 )
 from sodyn.control import OSCOutput, osc_torque, posture_torque, task_pd_acceleration
+from sodyn.host_memory import reuse_freed_memory
 from sodyn.io.mjcf import load_mjcf
 from sodyn.io.urdf import load_urdf
 from sodyn.joints import JointSpec
@@ -69,7 +70,8 @@ __all__ = [
     "frame_jacobians", "frame_pose", "frame_velocity", "gravity_forces", "integrate",
     "inverse_dynamics", "inverse_mass_matrix", "inverse_mass_matrix_times", "jit", "kinetic_energy",
     "load_mjcf", "load_urdf", "log_det_mass_matrix", "mass_matrix", "neutral_configuration",
-    "normalize_configuration", "potential_energy", "random_configuration", "use_cpu_cores", "vmap",
+    "normalize_configuration", "potential_energy", "random_configuration", "reuse_freed_memory",
+    "use_cpu_cores", "vmap",
     # operational space, impulses, control (issue 4)
     "FrameTask", "ImpactResult", "OSCOutput", "OperationalSpaceDynamics", "PointTask",
     "contact_impulse", "dynamically_consistent_inverse", "log_det_mass_matrix_gradient",
