@@ -298,6 +298,8 @@ def write(args, jsonl):
                    + (f" (wall {' + '.join(f'{w:.1f}' for w in walls)} min)" if wall else ""))
     env_text = sorted({" ".join(f"`{k}={v}`" for k, v in r["malloc_env"].items()) or "glibc defaults"
                        for r in meta if "malloc_env" in r})  # runs before it was recorded: nothing
+    if any(r.get("reuse_freed_memory") for r in meta):
+        env_text.append("`--reuse-freed-memory`: `sodyn.reuse_freed_memory()` in every worker")
     if env_text:
         out.append("- allocator (`MALLOC_*` environment of the workers): " + "; ".join(env_text))
     out.append("- XLA settings: " + "; ".join(f"`{n}`: XLA_FLAGS=`{flags.get(n, '')}`" for n in present)

@@ -71,6 +71,9 @@ def parse_args(argv=None):
     p.add_argument("--chunk", type=lambda s: None if s == "auto" else int(s), default=None,
                    help="sodyn.vmap chunk size for sodyn batches (default auto: sodyn.vmap's own choice "
                         "from the function's memory per sample; 0: plain jax.vmap on one device)")
+    p.add_argument("--reuse-freed-memory", action="store_true",
+                   help="call sodyn.reuse_freed_memory() in every worker: glibc serves large buffers from its heap "
+                        "and keeps freed memory (README, Tips)")
     p.add_argument("--budget-s", type=float, default=0.3, help="time budget per measurement (adaptive repeats)")
     p.add_argument("--max-reps", type=int, default=30)
     p.add_argument("--paired-rounds", type=int, default=9,
@@ -149,6 +152,11 @@ def worker_main(a):
         import sodyn
 
         a.cores = sodyn.use_cpu_cores(a.cores or None)
+    if a.reuse_freed_memory:  # the whole worker: sodyn, Pinocchio and MJX alike
+        import sodyn
+
+        if not sodyn.reuse_freed_memory():
+            raise SystemExit("--reuse-freed-memory: this C library is not glibc, or glibc refused the setting")
 
     sink = harness.Sink(a.jsonl, a.xla_name)
     cfg = WorkerCfg(a)
@@ -169,7 +177,8 @@ def _cli(a, **over):
         if isinstance(v, list):
             v = ",".join(str(x) for x in v)
         out += [f"--{k.replace('_', '-')}", str(v)]
-    return out + (["--mjx-all-batches"] if a.mjx_all_batches else [])
+    return (out + (["--mjx-all-batches"] if a.mjx_all_batches else [])
+            + (["--reuse-freed-memory"] if a.reuse_freed_memory else []))
 
 
 def orchestrate(a):
@@ -208,7 +217,8 @@ def orchestrate(a):
 
             commit, dirty, _ = report.sodyn_commit()
             f.write(json.dumps({"lib": "meta", "argv": sys.argv, "start": t_start, "only_secondary": a.only_secondary, "xla": a.xla, "sodyn_commit": commit,
-                                "sodyn_dirty": dirty, "malloc_env": report.malloc_env()}) + "\n")
+                                "sodyn_dirty": dirty, "malloc_env": report.malloc_env(),
+                                "reuse_freed_memory": a.reuse_freed_memory}) + "\n")
         for name, flags, model, kind, over in jobs:
             if kind == "mjx-skip":
                 _append(jsonl, dict(lib="mjx", model=model, op="*", B=0, dtype="-", xla=name, status="skipped",

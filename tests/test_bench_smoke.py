@@ -6,6 +6,7 @@ No timing assertions: the harness only has to run end to end and write its repor
 import json
 import math
 import os
+import platform
 import subprocess
 import sys
 
@@ -21,7 +22,10 @@ def test_bench_quick(tmp_path):
     # a glibc allocator setting the workers inherit, recorded in the report (bench/README.md)
     env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
     env["MALLOC_TRIM_THRESHOLD_"] = "4000000000"
-    r = subprocess.run([sys.executable, RUN, "--quick", "--no-plots", "--out", str(tmp_path)],
+    # and sodyn.reuse_freed_memory() in the workers, where the C library is glibc
+    glibc = platform.libc_ver()[0] == "glibc"
+    r = subprocess.run([sys.executable, RUN, "--quick", "--no-plots", "--out", str(tmp_path)]
+                       + (["--reuse-freed-memory"] if glibc else []),
                        capture_output=True, text=True, timeout=150, env=env)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     recs = [json.loads(line) for line in (tmp_path / "raw.jsonl").read_text().splitlines() if line.strip()]
@@ -46,7 +50,9 @@ def test_bench_quick(tmp_path):
     assert "sodyn commit measured" in md and "### chain8" in md
     meta = next(x for x in recs if x.get("lib") == "meta" and "argv" in x)
     assert meta["malloc_env"] == {"MALLOC_TRIM_THRESHOLD_": "4000000000"}, meta
-    assert "- allocator (`MALLOC_*` environment of the workers): `MALLOC_TRIM_THRESHOLD_=4000000000`" in md
+    assert meta["reuse_freed_memory"] is glibc, meta
+    assert "- allocator (`MALLOC_*` environment of the workers): `MALLOC_TRIM_THRESHOLD_=4000000000`" + (
+        "; `--reuse-freed-memory`: `sodyn.reuse_freed_memory()` in every worker" if glibc else "") in md
     assert "| FD (ABA) | 64 | 2 |" in md
     assert "## Paired comparisons with Pinocchio" in md and "| chain8 | FD (ABA) | 2 |" in md
 
