@@ -26,8 +26,8 @@ exact up to ``|x|`` ≈ 1.6e6 (float64) and 1.0e5 (float32) whether or not the c
 ``x − k P`` into one multiply-add: Cephes' float32 split of ``π/2`` into three parts is exact only
 to ``|x|`` ≈ 1.3e4, and beyond it measured 9.1e-8 up to 3e4 with XLA:CPU's default code
 generation (which contracts to multiply-adds) but 4.9e-7 with LLVM's optimisations off
-(``--xla_backend_optimization_level=0``), so the float32 split here has four parts of at most
-8 significant bits.  The derivative is defined
+(``--xla_backend_optimization_level=0``), so the float32 split here has three parts of at most
+8 significant bits and a rounded fourth.  The derivative is defined
 exactly (``d sin = cos dx``, ``d cos = −sin dx``), not through the polynomials.
 """
 
@@ -39,9 +39,9 @@ import numpy as np
 from jax import Array
 
 # π/2 = P1 + P2 + tail.  k · P1 and k · P2 are exact for the quadrant counts |k| below 2²⁰ in
-# float64 and 2¹⁶ in float32 (|x| up to about 1.6e6 and 1.0e5), and so is x − k P1 − k P2; the
-# tail (one part in float64, two in float32, where parts of at most 8 significant bits leave
-# too little for one) is multiplied and summed with roundings far below those of the result.
+# float64 and 2¹⁶ in float32 (|x| up to about 1.6e6 and 1.0e5), and so is x − k P1 − k P2.  The
+# tail, one part in float64 and two in float32 (whose parts hold at most 8 significant bits, all
+# but the last), is multiplied and summed with roundings far below that of the result.
 _PIO2 = {
     np.dtype(np.float64): ((1.57079632673412561417e00, 6.07710050630396597660e-11), (2.02226624871116645580e-21,)),
     np.dtype(np.float32): ((1.5703125, 4.825592041015625e-4), (1.2665987014770508e-6, 9.92093629470503e-10)),

@@ -3,8 +3,8 @@
 * float64 everywhere (oracle comparisons need it).
 * XLA:CPU compiles the suite's programs with its classic loop emitters and without LLVM's
   optimisation passes (``XLA_FLAGS``, set here before JAX creates its CPU client).  Most of the
-  suite's time is XLA compiling programs that then run a few times: the whole suite took 6 min
-  28 s instead of 12 min 12 s (two workers, two cores), and ``test_transforms``' 23 functions
+  suite's time is XLA compiling programs that then run a few times: the whole suite took 5 min
+  9 s to 6 min 28 s instead of 12 min 12 s (two workers, two cores), and ``test_transforms``' 23 functions
   compiled in 7–9 s instead of 13–16 s per variant.  XLA's HLO passes (fusion, simplification)
   are the same; the machine code is less optimised and does not contract ``a · b + c`` into
   multiply-adds, so the suite checks sodyn's accuracy without them (``tests/test_trig.py``).
