@@ -144,17 +144,15 @@ def worker_main(a):
     import harness
     import jax
 
+    import sodyn
+
     # Both before the first JAX computation of the worker.  Single-device calls run on the
     # calling thread (as README recommends for control loops; it applies to sodyn and MJX
     # alike, and not to batches split across devices).
     jax.config.update("jax_cpu_enable_async_dispatch", False)
     if a.cores != 1:
-        import sodyn
-
         a.cores = sodyn.use_cpu_cores(a.cores or None)
     if a.reuse_freed_memory:  # the whole worker: sodyn, Pinocchio and MJX alike
-        import sodyn
-
         if not sodyn.reuse_freed_memory():
             raise SystemExit("--reuse-freed-memory: this C library is not glibc, or glibc refused the setting")
 
