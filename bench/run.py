@@ -100,12 +100,15 @@ def parse_args(argv=None):
     p.add_argument("--jsonl", help=argparse.SUPPRESS)
     p.add_argument("--libs", type=csv, default=["sodyn"], help=argparse.SUPPRESS)
     a = p.parse_args(argv)
-    if a.xla is None:
-        a.xla = list(DEFAULT_XLA)
+    if a.xla is None:  # the default settings whose flags this XLA knows (it aborts on unknown ones)
+        from sodyn.xla_options import accepted_xla_flags
+
+        known = set(accepted_xla_flags([s.split("=", 1)[1] for s in DEFAULT_XLA if s.split("=", 1)[1]]))
+        a.xla = [s for s in DEFAULT_XLA if not s.split("=", 1)[1] or s.split("=", 1)[1] in known]
     if a.quick:
         a.models, a.batches, a.chain_batches, a.dtypes = ["chain8"], [2], [2], ["float64"]
         a.ops, a.peers = ["rnea", "M", "fd"], ["pin"]
-        a.xla = a.xla[:1] if a.xla != DEFAULT_XLA else DEFAULT_XLA[:1]
+        a.xla = a.xla[:1]
         a.budget_s, a.max_reps = 0.05, 3
         a.paired_rounds, a.paired_min_s = 3, 0.005
     return a

@@ -60,6 +60,9 @@ from sodyn.joints import JointSpec
 from sodyn.model import Model, ModelBuilder
 from sodyn.xla_options import jit
 
+# submodules used as ``sodyn.<name>`` (``import sodyn`` is enough)
+from sodyn import contraction, io, models, simulate, spatial  # noqa: E402  isort: skip
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -71,7 +74,7 @@ __all__ = [
     "inverse_dynamics", "inverse_mass_matrix", "inverse_mass_matrix_times", "jit", "kinetic_energy",
     "load_mjcf", "load_urdf", "log_det_mass_matrix", "mass_matrix", "neutral_configuration",
     "normalize_configuration", "potential_energy", "random_configuration", "reuse_freed_memory",
-    "use_cpu_cores", "vmap",
+    "use_cpu_cores", "vmap", "contraction", "io", "models", "simulate", "spatial",
     # operational space, impulses, control (issue 4)
     "FrameTask", "ImpactResult", "OSCOutput", "OperationalSpaceDynamics", "PointTask",
     "contact_impulse", "dynamically_consistent_inverse", "log_det_mass_matrix_gradient",

@@ -3,9 +3,8 @@
 On XLA:CPU each level of a recursion is a loop over the whole batch; with thousands of
 samples the per-level working set (e.g. ``B × 6 × 6`` articulated inertias) leaves the
 caches and every pass streams from memory.  Mapping ``jax.vmap`` over chunks of a few
-hundred samples, one after the other, keeps it cache-resident: about 1.8× faster forward
-dynamics for Panda at B = 4096 on a 2-core CPU (see ``bench/results.md``).  On GPUs plain
-``jax.vmap`` is the right choice.
+hundred samples, one after the other, keeps it cache-resident.  On GPUs plain ``jax.vmap`` is
+the right choice.
 
 Across cores: XLA:CPU runs one program on one core (its thread pool only splits large
 single operations, which these small per-level operations are not).  When JAX sees several
@@ -16,9 +15,9 @@ devices are made by :func:`use_cpu_cores`, called once before the first JAX comp
 The chunk size adapts to the function: by default (``chunk_size=None``) it is the largest power
 of two up to :data:`MAX_CHUNK` whose chunk holds at most :data:`CHUNK_BYTES` of intermediates,
 counted once per sample by tracing the function (:func:`intermediate_bytes`).  Robots of a few
-dozen bodies keep chunks of 256; Talos (≈1 MB of intermediates per forward-dynamics sample) and
-chains of a hundred links and more get 64 or 32, which their per-level outputs need to stay in
-cache (measured in one process, B = 4096, float64, 2 cores, see :data:`CHUNK_BYTES`).
+dozen bodies keep chunks of 256; humanoids and chains of a hundred links and more (about a
+megabyte of intermediates per sample) get 64 or 32, which their per-level outputs need to stay
+in cache.
 
 One exception: a function that calls LAPACK (Cholesky, triangular solves, LU, QR, eigen or
 singular value decompositions) is kept on one device.  On XLA:CPU every device runs its
@@ -62,18 +61,16 @@ def use_cpu_cores(n: int | None = None) -> int:
 
 
 #: Largest chunk :func:`vmap` picks by itself, and the per-device batch from which it splits a batch
-#: across devices when it picks the chunk size.  Larger chunks gained nothing for Panda and Solo12
-#: (chunks of 512–2048 took 0.98–1.55× the time of 256; B = 4096, float64, 2 cores).
+#: across devices when it picks the chunk size.  Larger chunks gain nothing: their per-level
+#: working set no longer stays in cache.
 MAX_CHUNK = 256
 
 #: Smallest chunk :func:`vmap` picks by itself: smaller chunks pay a scan step per few samples.
 MIN_CHUNK = 32
 
 #: Bytes of intermediates (:func:`intermediate_bytes`, summed over a chunk's samples) that an
-#: automatically sized chunk may hold.  Chosen from sweeps of 16–2048-sample chunks (B = 4096,
-#: float64, 2 cores, one process): forward dynamics, M⁻¹, M and inverse dynamics of Panda and
-#: Solo12 (80–280 kB per sample) are fastest at 256, Talos's (0.56–1.6 MB) at 64 or 32 (FD 0.84× and
-#: M⁻¹ 0.82× the time of 256), chain128 FD (1.5 MB) at 64 (0.64×) and its M⁻¹ (2.6 MB) at 32 (0.84×).
+#: automatically sized chunk may hold, calibrated on chunk-size sweeps of forward dynamics, M⁻¹,
+#: M and inverse dynamics for small robots, humanoids and long chains.
 #: The sum counts every intermediate as if XLA wrote it out; fusion keeps most of them in
 #: registers, so the budget is a calibrated constant, not a cache size.
 CHUNK_BYTES = 96 * 2**20
@@ -108,17 +105,14 @@ def vmap(
     :func:`use_cpu_cores`); ``None`` keeps it on one device; a sequence names the devices.
     A batch is split only when every device gets at least ``chunk_size`` samples (at least
     :data:`MAX_CHUNK` with automatic chunks): moving the inputs of a CPU batch onto the other
-    devices costs a few hundred µs per call (measured on a 2-core CPU, Panda forward
-    dynamics), which smaller batches do not repay.
+    devices costs a copy per call, which smaller batches do not repay.
 
     The returned function has methods ``chunk_size(*args)`` (the chunk size a call on ``args``
     uses), ``split_devices(*args)`` (the devices it is split across; empty when it runs on
     one) and ``place(*args)``, which puts the batched arguments
     where a split call reads them, each device's share on that device (and returns them
     unchanged when the call would not be split, or the batch does not divide evenly).
-    Placed inputs skip that copy: calls took 0.83–0.93× the time at B = 4096 on 2 cores
-    (Panda and Solo12 forward and inverse dynamics, mass matrix; the copy is about 1 ms of a
-    9 ms Panda forward-dynamics call).  A split call's outputs come back placed the same way,
+    Placed inputs skip that copy.  A split call's outputs come back placed the same way,
     so a simulation loop that feeds them back in never copies::
 
         step = sodyn.jit(batched := sodyn.vmap(f))
@@ -285,9 +279,8 @@ def _chunked_vmap(fun: Callable, in_axes, chunk_size: int) -> Callable:
     than slicing its chunk out of the scan's inputs.  A chunk sliced in the step (as
     ``lax.map`` does) reaches XLA:CPU as a ``dynamic-slice`` that it fuses into every consumer,
     so element-wise work on the inputs (joint rotations from ``q``) is redone, with the slice's
-    index arithmetic, inside every product that reads it: 1.4× the time of one plain
-    ``jax.vmap`` call for Solo12's forward dynamics, 2× for its inverse dynamics (B = 1024 in
-    chunks of 256, one core).  A chunk read from the carry is a materialised buffer.
+    index arithmetic, inside every product that reads it, slower than one plain ``jax.vmap``
+    call over the whole batch.  A chunk read from the carry is a materialised buffer.
     """
 
     def batched(*args: Any):

@@ -3,17 +3,12 @@
 A batched call returns a new output buffer each time, and XLA:CPU allocates its temporaries the
 same way.  glibc's ``malloc`` serves every request above its ``mmap`` threshold (at most 32 MiB,
 raised dynamically up to that) by mapping fresh pages and unmaps them on ``free``, so each call
-of a function with a large output faults its pages in again, one 4 KiB page at a time.  Talos's
-mass matrix at B = 4096 is an 82 MB float64 output: profiled on one device (32.8 µs per sample),
-the zero-filled output of ``sodyn.vmap``'s chunk loop took 8.9 µs of it and the chunks' copies
-into it 4.6 (``bench/README.md``).  Serving such requests from the heap and keeping what is freed
-makes the next call reuse pages already mapped.  Measured (Talos, B = 4096, float64, two CPU
-devices, best of 7, four pairs of processes on the 2-core machine of ``bench/results.md``, whose
-page faults are slow): ``𝓜`` 9.2–17.9 µs per sample against 16.6–20.4, ``𝓜⁻¹`` 36.3–44.6 against
-39.3–58.4 (three of four pairs faster); forward dynamics, whose output is 50 numbers per sample,
-13.6–14.5 against 14.8–14.9; Solo12 (outputs under 3 MB) did not move.  Much like setting
-``MALLOC_MMAP_MAX_=0`` and a large ``MALLOC_TRIM_THRESHOLD_`` before the process starts, but
-callable from Python at any time.
+of a function with a large output faults its pages in again, one 4 KiB page at a time (the
+zero-filled output of ``sodyn.vmap``'s chunk loop and the chunks' copies into it included).
+Serving such requests from the heap and keeping what is freed makes the next call reuse pages
+already mapped, which matters for large outputs (a mass matrix over a large batch), not small
+ones.  Much like setting ``MALLOC_MMAP_MAX_=0`` and a large ``MALLOC_TRIM_THRESHOLD_`` before the
+process starts, but callable from Python at any time.
 
 The cost: memory freed at the top of the heap is no longer returned to the system, so the
 process keeps its peak footprint.  It is process-wide and not the default; call it once, before

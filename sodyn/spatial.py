@@ -10,16 +10,8 @@ in its parent, ``x_parent = R x_child + p``.  Jain's rigid-body transformation o
 
 and its transpose ``φ*`` maps parent motion to child motion.  Every function here works on
 arbitrary leading batch dimensions and never forms 6×6 transforms explicitly.  Small-matrix
-products (``mm``, ``mv``, ``mtv``, ``mtm``, ``dot``) are sums over broadcast products, never
-``matmul`` (``dot_general``), which XLA:CPU runs several times slower on tiny matrices
-(DESIGN.md §6).  The sum matters too: XLA:CPU fuses element-wise producers into their
-consumers however often the consumer reads each element, so a product written as an
-unrolled multiply-add chain is recomputed inside every product that uses it (``φ P⁺ φ*`` with
-``P⁺ = P − U D⁻¹ U*`` and ``U = P H*`` re-evaluated ``U`` for every entry it touched).  A
-reduction is not fused into its consumers, so each product is computed once.  Measured with
-both forms in one process (``sodyn.jit``, float64, B = 256, one core), time with sums over
-time with multiply-add chains: forward dynamics 0.64× on Panda, 0.86× on Solo12, 0.81× on
-Talos; its gradient 0.59–0.92×; 𝓜 0.63–0.87×; Λ 0.64–0.74×; inverse dynamics 0.73–1.0×.
+products (``mm``, ``mv``, ``mtv``, ``mtm``, ``dot``) are :func:`~sodyn.contraction.contract`
+calls (see :mod:`sodyn.contraction` for how they compile).
 
 Quaternions are ``[w, x, y, z]`` with unit norm.  All maps are smooth and NaN-free at the
 identity and at zero rotation vectors, including their derivatives.
@@ -30,6 +22,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 from jax import Array
 
+from sodyn.contraction import contract
 from sodyn.trig import sincos
 
 # ---------------------------------------------------------------------------
@@ -63,33 +56,33 @@ def blocks(m: Array) -> tuple[Array, Array, Array, Array]:
 
 
 # ---------------------------------------------------------------------------
-# small-matrix products (sums over broadcast products, no dot_general)
+# small-matrix products (``contract`` calls, see sodyn/contraction.py)
 # ---------------------------------------------------------------------------
 
 
 def mm(a: Array, b: Array) -> Array:
-    """Matrix product ``a @ b`` of small matrices, as a sum over a broadcast product."""
-    return jnp.sum(a[..., :, :, None] * b[..., None, :, :], axis=-2)
+    """Matrix product ``a @ b`` of small matrices (a :func:`~sodyn.contraction.contract`)."""
+    return contract("...ij,...jk->...ik", a, b)
 
 
 def mv(a: Array, x: Array) -> Array:
     """Matrix-vector product ``a @ x`` of small matrices (see :func:`mm`)."""
-    return jnp.sum(a * x[..., None, :], axis=-1)
+    return contract("...ij,...j->...i", a, x)
 
 
 def mtv(a: Array, x: Array) -> Array:
     """Transposed matrix-vector product ``aᵀ @ x`` (see :func:`mm`)."""
-    return jnp.sum(a * x[..., :, None], axis=-2)
+    return contract("...ji,...j->...i", a, x)
 
 
 def mtm(a: Array, b: Array) -> Array:
     """``aᵀ @ b`` of small matrices (see :func:`mm`)."""
-    return jnp.sum(a[..., :, :, None] * b[..., :, None, :], axis=-3)
+    return contract("...ji,...jk->...ik", a, b)
 
 
 def dot(a: Array, b: Array) -> Array:
     """Inner product over the last (small) axis."""
-    return jnp.sum(a * b, axis=-1)
+    return contract("...i,...i->...", a, b)
 
 
 def transpose(a: Array) -> Array:
@@ -294,8 +287,8 @@ def spd_inverse(d: Array) -> Array:
 
         [[A, B], [Bᵀ, C]]⁻¹ = [[A⁻¹ + A⁻¹B S⁻¹BᵀA⁻¹, −A⁻¹B S⁻¹], [−S⁻¹BᵀA⁻¹, S⁻¹]],
 
-    all elementwise products that XLA:CPU runs much faster than a batched LU; other sizes
-    use ``jnp.linalg.inv``.  The input is symmetrised first.
+    small products and closed-form 3×3 inverses, which XLA:CPU runs much faster than a
+    batched LU; other sizes use ``jnp.linalg.inv``.  The input is symmetrised first.
     """
     d = 0.5 * (d + transpose(d))
     n = d.shape[-1]

@@ -28,8 +28,8 @@ Everything outside the sweeps (joint transforms, inertias, bias forces, the prod
 need no parent) runs on the *compact slot layout* ``(1, W, ...)`` (:class:`Topology`): the
 segments' slots side by side, kernel by kernel, with no slot for levels a segment does not
 have.  A segment's scan inputs are reshapes of contiguous pieces of it, and its outputs are
-put back the same way.  Panda has 9 slots for 9 bodies (16 in a padded ``levels × widest
-level`` layout), Solo12 13 for 13 (20), Talos 53 for 45 (108).
+put back the same way.  A seven-joint arm with two gripper fingers has 9 slots for its 9
+bodies, where a padded ``levels × widest level`` layout would have 16.
 """
 
 from __future__ import annotations
@@ -341,9 +341,7 @@ def _build_segments(parent, level, local_of, ranges, seg_widths, seg_offsets) ->
 
 #: :func:`dofs_from_levels` reorders per-kernel blocks into dof order by slicing and
 #: concatenating when dof order is at most this many runs of consecutive slots, by a gather
-#: beyond.  Measured (float64, B = 2048, two cores, in one process): Solo12's 12 runs make its
-#: mass matrix 0.80× the time (its FD, ``𝓜⁻¹`` and ``∇FD`` 1.0×); Talos's 40 runs as slices
-#: took ``∇FD`` 1.15× and its mass matrix 1.03× the time of the gather.
+#: beyond: a few slices cost less than a gather, many slices (and their gradients) more.
 DOF_ORDER_MAX_RUNS = 16
 
 
@@ -684,8 +682,6 @@ def _scan(body, init, xs, reverse: bool, unroll: int = 1):
     per-intermediate stacked residuals.  A step's intermediates are many small arrays (one per
     spatial component), and each stacked residual costs XLA:CPU a zero-filled
     ``(levels, batch, slots, …)`` buffer and a write per level; recomputing them is cheaper.
-    Measured on ``grad`` of forward dynamics (one core, B = 512, float64, under
-    :func:`sodyn.jit`, two runs): 0.72× the time on Talos, 0.55–0.75× on Panda, 0.6–0.85× on Solo12.
     """
     onehot = xs[0]
     if onehot.shape[0] > 1:

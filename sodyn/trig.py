@@ -2,17 +2,8 @@
 
 Every hinge joint needs ``sin θ`` and ``cos θ`` of its angle in every call (Rodrigues' formula,
 :func:`sodyn.spatial.axis_angle_to_rotation`).  XLA:CPU evaluates ``jnp.sin`` and ``jnp.cos``
-of float64 arrays one element at a time through a library call: 12 ns per element for ``sin``
-and 16–33 ns for the pair (B = 2048 × 12 angles; the larger figure for angles of a few radians),
-where a multiply-add costs about 1 ns.  :func:`sincos` computes both with element-wise
-arithmetic that XLA vectorises: 1.6–2.2 ns per element for the pair in float64, 1.8 ns in
-float32 (``jnp``: 5.8 ns).  Measured in whole functions (``jnp.sin``/``jnp.cos`` against
-:func:`sincos` in the joint rotations, both compiled in one process and timed alternately, 15
-rounds, B = 4096, float64, two CPU devices; median ratios): forward dynamics 0.96× on Panda and
-0.98× on Solo12, the mass matrix 0.98× and 0.93×, inverse dynamics 0.95× and 0.89×, Λ 0.89× and
-1.0×; ``𝓜⁻¹`` 1.07× and 0.96× (the machine's noise is of that size); float32 at B = 1024: forward
-dynamics 0.94× and 0.99×, its gradient 0.97× and 0.92×; Talos (float64, B = 1024) 0.97–0.99×.
-Compiles took 0.85–1.0× as long.
+of float64 arrays one element at a time through a library call, many times the cost of a
+multiply-add; :func:`sincos` computes both with element-wise arithmetic that XLA vectorises.
 
 Method (the classic Cody–Waite scheme; the float64 constants as published in fdlibm, the
 float32 polynomials from the Cephes library): ``k = round(2x/π)``, ``r = x − k π/2`` with ``π/2``
@@ -24,9 +15,9 @@ unit of roundoff at 1 (2.2e-16 in float64 for ``|x|`` up to 1e5 rad, 9.2e-8 in f
 ``|x|`` up to 1e5; ``tests/test_trig.py``), against half a unit for ``jnp.sin``.  The reduction is
 exact up to ``|x|`` ≈ 1.6e6 (float64) and 1.0e5 (float32) whether or not the compiler fuses
 ``x − k P`` into one multiply-add: Cephes' float32 split of ``π/2`` into three parts is exact only
-to ``|x|`` ≈ 1.3e4, and beyond it measured 9.1e-8 up to 3e4 with XLA:CPU's default code
-generation (which contracts to multiply-adds) but 4.9e-7 with LLVM's optimisations off
-(``--xla_backend_optimization_level=0``), so the float32 split here has three parts of at most
+to ``|x|`` ≈ 1.3e4, and beyond it its error depends on whether XLA:CPU's code generation
+contracts ``x − k P`` to multiply-adds (it does by default, not with
+``--xla_backend_optimization_level=0``), so the float32 split here has three parts of at most
 8 significant bits and a rounded fourth.  The derivative is defined
 exactly (``d sin = cos dx``, ``d cos = −sin dx``), not through the polynomials.
 """

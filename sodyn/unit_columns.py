@@ -3,11 +3,12 @@ shared between subtrees, and the static tables that assemble ``Σ_c ν_c(e_a) ·
 
 A gather driven by the unit vector ``e_j`` is zero below and beside the body of dof ``j``: it
 is non-zero only on the path from that body to the base.  Sweeping the ``nv`` unit vectors
-as ``nv`` full columns therefore mostly adds zeros (on Solo12, 5 of every 6 leg-level
-column entries).  Here a segment of levels (:class:`sodyn.topology.Segment`) carries only
-``C_s`` columns: each body's first-level ancestor in the segment (its *segment root*) owns
-the columns, one per dof of the root's subtree, in dof order, and dofs below different
-roots share column numbers, since no body of the segment sees both.  A serial chain keeps
+as ``nv`` full columns therefore mostly adds zeros (on a free-floating quadruped with
+three-dof legs, 5 of every 6 leg-level column entries).  Here a segment of levels
+(:class:`sodyn.topology.Segment`) carries only ``C_s`` columns: each body's first-level
+ancestor in the segment (its *segment root*) owns the columns, one per dof of the root's
+subtree, in dof order, and dofs below different roots share column numbers, since no body of
+the segment sees both.  A serial chain keeps
 all ``nv`` columns on its first segment; a quadruped's legs need three, the base eighteen.
 Between segments a static gather renames the columns of each child root to those of its
 parent's root.
@@ -19,11 +20,9 @@ chains, a quadruped's legs) the sum over the segment's dofs is formed per slot i
 columns, ``(C_s, C_s)``.  A slot's dofs are its root's subtree, which in a tree numbered
 depth first (every built model) is one range of consecutive dofs, and the subtrees of one
 segment's slots are disjoint: the segment's blocks form a block-diagonal ``nv × nv`` matrix,
-assembled by padding and concatenation (:attr:`UnitColumns.block_placement`).  Against adding
-the blocks into ``𝓜⁻¹`` by one static gather, which other numberings still use (float64,
-B = 4096, two cores, in one process): 0.77× the time of ``𝓜⁻¹`` on Solo12, 0.93× on Panda,
-0.79× on an 8-link chain, 1.0× on a 32-link chain and on Talos (0.97× on one core); its
-gradient the same.  Other segments (branching inside the segment) gather their columns into
+assembled by padding and concatenation (:attr:`UnitColumns.block_placement`), which is no
+slower than adding the blocks into ``𝓜⁻¹`` by one static gather, as other numberings still
+do.  Other segments (branching inside the segment) gather their columns into
 ``(nv, nv_s)`` matrices and take one matrix product.
 """
 
@@ -38,6 +37,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from sodyn.contraction import contract
 from sodyn.joints import NV
 from sodyn.topology import Topology, _scan, _segment_inputs, _to_parent
 
@@ -300,7 +300,8 @@ def sum_of_column_products(topo: Topology, a: list[tuple], b: list[tuple]) -> ja
         total = term if total is None else total + term
     if blocks:
         flat = jnp.concatenate(blocks + [jnp.zeros(1, dtype)])
-        term = jnp.sum(flat[layout.block_index], axis=-1)
+        gathered = flat[layout.block_index]
+        term = contract("...k,...k->...", gathered, jnp.ones(gathered.shape[-1], dtype))
         total = term if total is None else total + term
     return total
 
@@ -322,10 +323,8 @@ def _block_diagonal(placed: list[tuple[int, jax.Array]], nv: int, dtype) -> jax.
 
 
 #: Above this many multiply-adds per sample, a segment's per-slot block products are one
-#: ``dot_general``; below it, sums over broadcast products (faster on small blocks on XLA:CPU).
-#: Measured (float64, B = 1024, one core): Panda's 567 and Solo12's 1944 run 0.9× the time as
-#: sums, a 16-link chain's 4096 2.5× slower (32 links: 12.7 µs per sample by ``dot_general``,
-#: 31.9 µs as sums).
+#: ``dot_general`` (``jnp.einsum``); below it, one :func:`~sodyn.contraction.contract`, which is
+#: faster on small blocks on XLA:CPU while ``dot_general`` wins on large ones.
 BLOCK_PRODUCT_MATMUL_SIZE = 2048
 
 
@@ -333,4 +332,4 @@ def _block_products(x: jax.Array, y: jax.Array) -> jax.Array:
     """``Σ_{ℓ, i} x[ℓ, w, c, i] y[ℓ, w, d, i]`` ``(w, C, C)`` for ``(L, w, C, nv_k)`` inputs."""
     if x.size * x.shape[2] > BLOCK_PRODUCT_MATMUL_SIZE:
         return jnp.einsum("lwci,lwdi->wcd", x, y)
-    return jnp.sum(x[:, :, :, None, :] * y[:, :, None, :, :], axis=(0, -1))
+    return contract("...cli,...dli->...cd", jnp.moveaxis(x, 0, 2), jnp.moveaxis(y, 0, 2))

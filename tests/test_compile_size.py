@@ -3,9 +3,12 @@ program for a 256-link chain is (nearly) the same size as for an 8-link chain.""
 
 import jax
 import jax.numpy as jnp
+import pytest
 
 import sodyn as sd
 from sodyn.models import pendulum_chain
+
+pytestmark = pytest.mark.fast
 
 
 def _count_equations(jaxpr) -> int:

@@ -2,9 +2,12 @@
 
 import jax
 import numpy as np
+import pytest
 
 import sodyn as sd
 from sodyn.models import random_tree
+
+pytestmark = pytest.mark.fast
 
 
 def test_random_configuration_respects_limits_and_manifolds():

@@ -17,6 +17,8 @@ from sodyn.batching import jaxpr_primitives
 from sodyn.models import random_tree
 from sodyn.topology import from_levels
 
+pytestmark = pytest.mark.fast
+
 TREES = [
     ("fixed_base_14", dict(n_bodies=14, seed=3)),
     ("floating_base_12", dict(n_bodies=12, seed=5, floating_base=True, armature=0.05)),

@@ -13,6 +13,8 @@ import pytest
 import sodyn as sd
 from sodyn.io import from_pinocchio, q_from_pinocchio, v_from_pinocchio
 
+pytestmark = pytest.mark.fast
+
 pin = pytest.importorskip("pinocchio")
 
 

@@ -9,6 +9,8 @@ import sodyn as sd
 from sodyn.models import alexiou_chain as alexiou_chain_model
 from sodyn.models import cdi_satellite, double_pendulum
 
+pytestmark = pytest.mark.fast
+
 
 def test_cdi_example1_pendulum_on_moving_base():
     m1, m2, length, izz, theta = 2.0, 1.0, 0.5, 0.1, np.pi / 6

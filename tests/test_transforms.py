@@ -12,6 +12,8 @@ import pytest
 import sodyn as sd
 from sodyn.models import random_tree
 
+pytestmark = pytest.mark.fast
+
 MODEL = random_tree(7, seed=11, floating_base=True, armature=0.02, damping=0.1)
 TIP = MODEL.frame_names[-1]
 

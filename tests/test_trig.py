@@ -11,6 +11,8 @@ import pytest
 
 from sodyn.trig import sincos
 
+pytestmark = pytest.mark.fast
+
 SINCOS = jax.jit(sincos)
 SPECIAL = np.array([0.0, -0.0, np.pi / 4, -np.pi / 4, np.pi / 2, np.pi, 1.5 * np.pi, 2 * np.pi, -np.pi, 1e-300])
 

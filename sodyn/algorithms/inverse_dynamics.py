@@ -11,14 +11,9 @@ then ``τ = T + damping ⊙ v + armature ⊙ a``.
 The scatter forms each body's own force ``M(k) α(k) + b(k)`` as soon as it has ``V(k)`` and
 ``α(k)``, and hands the gather only that: the body inertias enter the scatter (a model
 parameter, so under ``vmap`` they carry no batch axis), and neither ``V`` nor ``α`` leaves it.
-Against a scatter that returns ``V`` and ``α`` for the forces to be formed between the sweeps
-(float64, B = 4096, two cores, one process, 11 rounds, two runs): 0.80–0.86× the time on Panda,
-0.88–0.89× on Solo12, 0.94× on Talos, the same results to the bit; its gradient 0.93× on Panda
-and Solo12, and the gradient of forward dynamics (whose derivative differentiates inverse
-dynamics) 0.94× and 0.96×.
 Under ``vmap`` a scan's per-level outputs carry the batch on their second axis and the compact
 layout between the sweeps on its first, so every array passed from one sweep to the next is
-transposed twice; one array (the forces) crosses now instead of two.
+transposed twice; one array (the forces) crosses instead of two.
 """
 
 from __future__ import annotations

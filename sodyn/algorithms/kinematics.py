@@ -28,6 +28,7 @@ from sodyn.algorithms.common import (
     model_params,
     prepare,
 )
+from sodyn.contraction import contract
 from sodyn.model import Model
 from sodyn.topology import dofs_from_levels, dofs_to_levels, from_levels, scatter
 
@@ -98,9 +99,8 @@ def _slot_ancestors(topo) -> np.ndarray:
 
 
 #: Up to this many slots, world velocities are one masked sum over ancestor slots after the
-#: poses' sweep (O(W²), no sweep of their own); wider trees carry them in the poses' sweep.
-#: Measured (forward dynamics, float64, one core, B = 2048): the sum takes 0.91× the time of a
-#: sweep of its own on Panda (9 slots), 0.96× on Solo12 (13), 2.2× on Talos (53).
+#: poses' sweep (O(W²), no sweep of their own); wider trees carry them in the poses' sweep,
+#: where the quadratic sum would cost more than the extra work per level.
 MASKED_VELOCITY_SLOTS = 16
 
 
@@ -128,9 +128,9 @@ def world_kinematics_levels(levels: Levels, topo, v_blocks: list[jax.Array], unr
     if topo.width <= MASKED_VELOCITY_SLOTS:
         wr, wp = world_poses_levels(levels, topo, unroll)
         axes = world_subspace_blocks(levels, wr, wp)
-        joint = jnp.concatenate([jnp.sum(a * x[..., None], axis=-2) for a, x in zip(axes, v_blocks)], axis=1)
+        joint = jnp.concatenate([spatial.mtv(a, x) for a, x in zip(axes, v_blocks)], axis=1)
         anc = jnp.asarray(_slot_ancestors(topo), joint.dtype)
-        return WorldKinematics(wr, wp, axes, jnp.sum(anc[None, :, :, None] * joint[:, None, :, :], axis=2), joint)
+        return WorldKinematics(wr, wp, axes, contract("...wu,...ui->...wi", anc, joint), joint)
 
     def step(parent, x):
         (pr, pp, pv), (r, p, joint_local) = parent, x

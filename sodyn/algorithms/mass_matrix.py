@@ -15,16 +15,13 @@ In world coordinates the recursion itself loses its transforms, ``R_w(k) = M_w(k
 Σ_c R_w(c)``, a gather of plain additions, which costs far less than the 6×6 congruences of
 the body-frame form.  Each level of that gather forms its bodies' ``M_w`` from their mass, world
 centre of mass and rotated rotational inertia (Jain eqs. 2.6–2.8, 2.12), and emits only the
-force columns ``R_w(k) H*_w(k)`` of its dofs: the composites never leave the sweep.
-Measured against sweeping the 6×6 world inertias in and the composites out (float64, B = 2048,
-one core, in one process): 0.70× the time on Solo12, 0.62× on Panda, 0.84× on Talos; its
-gradient 0.74–0.78×.  About one point and in one set of axes, spatial inertias add by their ten
-parameters (mass, first moment ``m c``, rotational inertia about the point), so the gather
-carries those 13 numbers per body instead of the 6×6 matrix (:func:`world_inertia_parameters`,
-:func:`apply_inertia`): 0.85× the time on Talos, 0.99–1.0× on Solo12 and Panda (B = 4096, two
-cores, one process).  The composites are sums of positive inertias, so unlike the articulated
-recursions (:mod:`sodyn.algorithms.world_articulated`) world axes cost float32 no digits here
-(Talos: 8e-8 relative in float32).
+force columns ``R_w(k) H*_w(k)`` of its dofs: the composites never leave the sweep, and the
+6×6 world inertias are never streamed in.  About one point and in one set of axes, spatial
+inertias add by their ten parameters (mass, first moment ``m c``, rotational inertia about the
+point), so the gather carries those 13 numbers per body instead of the 6×6 matrix
+(:func:`world_inertia_parameters`, :func:`apply_inertia`).  The composites are sums of positive
+inertias, so unlike the articulated recursions (:mod:`sodyn.algorithms.world_articulated`) world
+axes cost float32 no digits here.
 """
 
 from __future__ import annotations
@@ -35,6 +32,7 @@ import jax.numpy as jnp
 from sodyn import spatial
 from sodyn.algorithms.common import Levels, check_vector, model_params, prepare
 from sodyn.algorithms.kinematics import centred_world_poses_levels, world_subspace_blocks
+from sodyn.contraction import contract
 from sodyn.model import Model
 from sodyn.topology import dofs_from_levels, from_levels, gather, split_slots, to_levels
 
@@ -122,7 +120,7 @@ def mass_matrix(model: Model, q) -> jax.Array:
     axes_blocks = world_subspace_blocks(levels, wr, wp)
     axes = dofs_from_levels(topo, axes_blocks)  # (nv, 6): H*_w per dof
     f = dofs_from_levels(topo, world_force_columns(model, wr, wp, axes_blocks))  # R_w(k) H*_w(k) per dof
-    outer = jnp.sum(axes[:, None, :] * f[None, :, :], axis=-1)  # H*_w(i)ᵀ R_w(k) H*_w(k)
+    outer = contract("...ij,...kj->...ik", axes, f)  # H*_w(i)ᵀ R_w(k) H*_w(k)
     ancestor = topo.support[topo.dof_body].T  # [i, k]: dof i's body is k's body or an ancestor
     strict = ancestor & (topo.dof_body[:, None] != topo.dof_body[None, :])
     full = jnp.where(ancestor, outer, 0.0) + jnp.where(strict, outer, 0.0).T

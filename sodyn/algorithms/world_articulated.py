@@ -9,9 +9,8 @@ the body inertias ``M_w`` (Jain eqs. 2.6–2.8), velocities and bias terms are f
 all bodies outside the Riccati and acceleration sweeps (velocities inside the poses' sweep for
 wide trees, :func:`~sodyn.algorithms.kinematics.world_kinematics_levels`).  The inertias enter
 the forward-dynamics gather as their ten parameters (13 numbers,
-:func:`~sodyn.algorithms.mass_matrix.world_inertia_parameters`) and become 6 × 6 there: 0.95–0.97×
-the time of streaming the matrices in (B = 1024, two cores, Panda, Solo12, chains of 8 and 128).
-With ``V_w(k) = Σ_{j ≼ k} H*_w(j) θ̇(j)``:
+:func:`~sodyn.algorithms.mass_matrix.world_inertia_parameters`) and become 6 × 6 there, which
+streams fewer numbers through the sweep than the matrices.  With ``V_w(k) = Σ_{j ≼ k} H*_w(j) θ̇(j)``:
 
     a(k) = V_w(k) ×ₘ H*_w(k) θ̇(k),     b(k) = V_w(k) ×_f M_w(k) V_w(k)          (eq. 5.14)
     P(k) = M_w(k) + Σ_c P⁺(c),         z(k) = P(k) a(k) + b(k) − f_ext(k) + Σ_c z⁺(c)
@@ -23,10 +22,10 @@ With ``V_w(k) = Σ_{j ≼ k} H*_w(j) θ̇(j)``:
 ``aba`` offers the same choice as ``Convention.WORLD``).
 
 Precision decides where this applies (:func:`in_world_axes`).  About one point, a light body
-far from it carries inertia terms of order ``m |r|²`` that cancel in its ``D``: in float32,
-Talos's 26 g gripper links about 1 m from the base lose two to three digits (``𝓜⁻¹`` to
-4.5e-5 relative against 1.3e-7 in body frames).  In float64 the loss does not show (1e-13), so
-float64 runs here and narrower floats keep the body-frame recursions
+far from it carries inertia terms of order ``m |r|²`` that cancel in its ``D``: in float32, a
+humanoid's gripper links of a few tens of grams about 1 m from the base lose two to three digits
+of ``𝓜⁻¹`` against the body-frame recursions.  In float64 the loss does not show, so float64
+runs here and narrower floats keep the body-frame recursions
 (:func:`~sodyn.algorithms.articulated.body_frame_forward`,
 :func:`~sodyn.algorithms.articulated.body_frame_inverse_mass_matrix`).  The point is the first
 body's origin, so a floating base far from the world origin costs nothing either.
@@ -46,18 +45,17 @@ from sodyn.algorithms.common import check_state, check_vector, gravity_accelerat
 from sodyn.algorithms.inverse_dynamics import inverse_dynamics
 from sodyn.algorithms.kinematics import centred_world_poses_levels, world_kinematics_levels, world_subspace_blocks
 from sodyn.algorithms.mass_matrix import apply_inertia, mass_parameter_levels, world_inertia, world_inertia_parameters
+from sodyn.contraction import contract
 from sodyn.model import Model
 from sodyn.topology import dofs_from_levels, dofs_to_levels, gather, scatter, split_slots, to_levels
 from sodyn.unit_columns import gather_unit_columns, sum_of_column_products
 from sodyn.xla_options import traced_for_single_calls
 
-#: Levels per scan step in the three sweeps of batched forward dynamics (poses, the fused
-#: Riccati and innovations gather, the acceleration scatter).  Two levels per step took 0.80×
-#: the time on chain128, 0.86–0.88× on Panda and Solo12, 0.96× on Talos (B = 4096, float64, two
-#: cores, one process), the three sweeps together (one alone gained at most 8 %).  Single calls
-#: (traced under ``sodyn.jit(..., latency=True)``) keep one level per step: two took Panda's
-#: from 18.0 to 20.2 µs.  The mass matrix and ``𝓜⁻¹`` lose 5–16 % with two, and the float32
-#: body-frame forward dynamics gains nothing (Talos 1.13×), so they keep one.
+#: Levels per scan step in the three sweeps of batched world-axes forward dynamics (poses, the
+#: fused Riccati and innovations gather, the acceleration scatter): fewer, longer loop steps pay
+#: off over a large batch.  Single calls (traced under ``sodyn.jit(..., latency=True)``) keep
+#: one level per step, and so do the mass matrix, ``𝓜⁻¹`` and the body-frame forward dynamics,
+#: which two levels do not speed up.
 FORWARD_UNROLL = 2
 
 
@@ -72,19 +70,19 @@ def _riccati_kernel(p: jax.Array, h: jax.Array, armature: jax.Array):
     ``U = P H*`` as rows ``(Wk, nv_k, 6)``, ``D``, ``D⁻¹`` and ``G* = D⁻¹ U*`` as rows.
     """
     u = spatial.mv(p[:, None], h)
-    d = jnp.sum(h[:, :, None, :] * u[:, None, :, :], axis=-1)
+    d = contract("...aj,...bj->...ab", h, u)
     d = d + armature[..., None] * jnp.eye(d.shape[-1], dtype=d.dtype)
     dinv = spatial.spd_inverse(d)
-    g = jnp.sum(dinv[..., None] * u[:, None, :, :], axis=-2)
-    p_plus = p - jnp.sum(u[:, :, :, None] * g[:, :, None, :], axis=1)
+    g = spatial.mm(dinv, u)
+    p_plus = p - spatial.mtm(u, g)
     return p_plus, u, d, dinv, g
 
 
 def _innovation_kernel(z, h, u, dinv, t):
     """``ν = D⁻¹ (T − H z)`` and ``z⁺ = z + U ν`` (Jain Alg. 7.2) for world-axis rows ``h``,
     ``u`` ``(..., nv_k, 6)``, forces ``z`` ``(..., 6)`` and joint forces ``t`` ``(..., nv_k)``."""
-    nu = jnp.sum(dinv * (t - jnp.sum(h * z[..., None, :], axis=-1))[..., None, :], axis=-1)
-    return z + jnp.sum(u * nu[..., None], axis=-2), nu
+    nu = spatial.mv(dinv, t - spatial.mv(h, z))
+    return z + spatial.mtv(u, nu), nu
 
 
 def world_riccati_levels(model: Model, wr: jax.Array, wp: jax.Array, axes: list[jax.Array]) -> tuple:
@@ -121,9 +119,9 @@ def _accelerations(topo, axes, nus, gs, coriolis, root_acceleration, unroll: int
     def down(parent_acc, x, xk, slices):
         qdd, motion = [], []
         for ak, (h, nu, g) in zip(split_slots(parent_acc, slices), xk):
-            qk = nu - jnp.sum(g * ak[:, None, :], axis=-1)
+            qk = nu - spatial.mv(g, ak)
             qdd.append(qk)
-            motion.append(jnp.sum(h * qk[..., None], axis=-2))
+            motion.append(spatial.mtv(h, qk))
         acc = parent_acc + jnp.concatenate(motion, axis=0)
         return (acc + x[0] if x else acc), ((), tuple(qdd))
 
@@ -140,9 +138,7 @@ def forward_dynamics(model: Model, q, v, tau, f_ext=None) -> jax.Array:
     (``τ − damping ⊙ v``) and armature (added to ``D``) are included, consistently with
     :func:`sodyn.inverse_dynamics`.  The Riccati and innovations recursions run fused in one
     gather (Jain Alg. 7.1 and 7.2 share their tip-to-base sweep), then one scatter; world
-    poses take a third.  Measured against the body-frame recursions (float64, one core, in one
-    process): 0.82–0.86× the time on Panda, 0.86–0.90× on Solo12, 0.99× on Talos at B = 2048; a
-    single Panda call 0.79–0.80×.
+    poses take a third.
 
     Derivatives (forward and reverse mode, with respect to the model's parameters too) come
     from the implicit function theorem on ``ID(q, v, θ̈) = τ`` rather than from
@@ -253,9 +249,8 @@ def inverse_mass_matrix(model: Model, q) -> jax.Array:
     of all unit vectors run in world axes (float64; body frames below it, see the module
     docstring), the unit vectors swept together,
     each segment of levels carrying only the columns its subtrees can see, and the sum over
-    ``c`` is formed per subtree (:mod:`sodyn.unit_columns`).  Measured against body-frame
-    sweeps of ``nv`` full columns and one ``nv × nv`` product (float64, B = 2048, one core, in
-    one process): 0.63× the time on Panda, 0.61–0.63× on Solo12, 0.59–0.65× on Talos.
+    ``c`` is formed per subtree (:mod:`sodyn.unit_columns`), rather than sweeping ``nv`` full
+    columns in body frames and taking one ``nv × nv`` product.
     """
     q = check_vector(model, q, model.nq, "q")
     if not in_world_axes(q.dtype):
@@ -272,7 +267,7 @@ def inverse_mass_matrix(model: Model, q) -> jax.Array:
             # columns (Wk, C, ·): the slot's quantities broadcast over them
             zp, nu = _innovation_kernel(zk, h[:, None], u[:, None], dinv[:, None], unit)
             z_plus.append(zp)
-            outs.append((nu, jnp.sum(d[:, None] * nu[:, :, None, :], axis=-1)))
+            outs.append((nu, spatial.mv(d[:, None], nu)))
         return jnp.concatenate(z_plus, axis=0), tuple(outs)
 
     kernel_xs = tuple((h,) + r for h, r in zip(axes, riccati))
