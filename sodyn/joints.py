@@ -137,7 +137,7 @@ def joint_transform(kernel: str, q: Array, axis: Array | None = None, rot=None, 
     if kernel == "hinge":
         theta = jnp.squeeze(q, -1)
         r = spatial.axis_angle_to_rotation(axis, rot * theta)
-        return r, (trans * theta)[..., None] * axis
+        return r, spatial.scale(trans * theta, axis)
     if kernel == "spherical":
         r = spatial.quat_to_rotation(q)
         return r, jnp.zeros(q.shape[:-1] + (3,), q.dtype)
@@ -219,4 +219,4 @@ def random(kernel: str, key: Array, lower: Array, upper: Array, dtype) -> Array:
 
 
 def _normalize(q: Array) -> Array:
-    return q / jnp.sqrt(spatial.dot(q, q))[..., None]
+    return spatial.scale(1.0 / jnp.sqrt(spatial.dot(q, q)), q)

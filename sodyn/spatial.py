@@ -85,6 +85,16 @@ def dot(a: Array, b: Array) -> Array:
     return contract("...i,...i->...", a, b)
 
 
+def scale(s: Array, x: Array) -> Array:
+    """``s x`` for one scalar ``s[...]`` per vector ``x[..., :]`` (see :func:`mm`)."""
+    return contract("...,...i->...i", s, x)
+
+
+def scale_matrix(s: Array, m: Array) -> Array:
+    """``s m`` for one scalar ``s[...]`` per matrix ``m[..., :, :]`` (see :func:`mm`)."""
+    return contract("...,...ij->...ij", s, m)
+
+
 def transpose(a: Array) -> Array:
     """Swap the last two axes."""
     return jnp.swapaxes(a, -1, -2)
@@ -320,14 +330,14 @@ def spd_inverse(d: Array) -> Array:
 def axis_angle_to_rotation(axis: Array, angle: Array) -> Array:
     """Rodrigues' formula for a unit ``axis``: ``I + sin θ a~ + (1 − cos θ) a~²``."""
     ax = skew(axis)
-    s, c = (x[..., None, None] for x in sincos(angle))
+    s, c = sincos(angle)
     eye = jnp.eye(3, dtype=ax.dtype)
-    return eye + s * ax + (1.0 - c) * mm(ax, ax)
+    return eye + scale_matrix(s, ax) + scale_matrix(1.0 - c, mm(ax, ax))
 
 
 def quat_to_rotation(q: Array) -> Array:
     """Rotation matrix of a quaternion ``[w, x, y, z]``; normalises ``q`` first."""
-    q = q / jnp.sqrt(dot(q, q))[..., None]
+    q = scale(1.0 / jnp.sqrt(dot(q, q)), q)
     w, x, y, z = unstack(q)
     return jnp.stack(
         [
@@ -341,11 +351,11 @@ def quat_to_rotation(q: Array) -> Array:
 
 def quat_multiply(a: Array, b: Array) -> Array:
     """Hamilton product ``a ⊗ b``."""
-    aw, av = a[..., :1], a[..., 1:]
-    bw, bv = b[..., :1], b[..., 1:]
-    w = aw * bw - dot(av, bv)[..., None]
-    v = aw * bv + bw * av + cross(av, bv)
-    return jnp.concatenate([w, v], axis=-1)
+    aw, av = a[..., 0], a[..., 1:]
+    bw, bv = b[..., 0], b[..., 1:]
+    w = aw * bw - dot(av, bv)
+    v = scale(aw, bv) + scale(bw, av) + cross(av, bv)
+    return jnp.concatenate([w[..., None], v], axis=-1)
 
 
 def quat_conjugate(q: Array) -> Array:
@@ -367,7 +377,7 @@ def _sinc_half(theta_sq: Array) -> tuple[Array, Array]:
 def quat_exp(omega: Array) -> Array:
     """Unit quaternion of the rotation vector ``omega`` (exponential map of SO(3))."""
     c, s = _sinc_half(dot(omega, omega))
-    return jnp.concatenate([c[..., None], s[..., None] * omega], axis=-1)
+    return jnp.concatenate([c[..., None], scale(s, omega)], axis=-1)
 
 
 def quat_log(q: Array) -> Array:

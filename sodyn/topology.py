@@ -637,18 +637,18 @@ def _assemble(topo: Topology, outs: list, kernel_aware: bool) -> PyTree:
     return slot_out, kernel_out
 
 
+def _sum_selected(xs: tuple[jax.Array, ...], mask: np.ndarray, zero: jax.Array) -> jax.Array:
+    """``Σ_i mask[i] xs[i]`` for a static 0/1 ``mask``, as a sum of the selected arrays."""
+    picked = [xs[i] for i in np.flatnonzero(mask)]
+    return functools.reduce(jnp.add, picked) if picked else zero
+
+
 def _cross_down(cross: np.ndarray, carry: PyTree) -> PyTree:
     """Parent values for a segment's first level from the previous segment's last level."""
 
-    def pick(x):
-        out = None
-        for p, xp in enumerate(unstack(x, 0)):
-            col = cross[:, p]
-            if not col.any():
-                continue
-            term = jnp.asarray(col, x.dtype).reshape((-1,) + (1,) * (x.ndim - 1)) * xp
-            out = term if out is None else out + term
-        return jnp.zeros((cross.shape[0],) + x.shape[1:], x.dtype) if out is None else out
+    def pick(x):  # each child slot's parent, by selection (its transpose is a sum, not a reduction)
+        xs, zero = unstack(x, 0), jnp.zeros(x.shape[1:], x.dtype)
+        return jnp.stack([_sum_selected(xs, row, zero) for row in cross], axis=0)
 
     return jax.tree_util.tree_map(pick, carry)
 
@@ -656,15 +656,9 @@ def _cross_down(cross: np.ndarray, carry: PyTree) -> PyTree:
 def _cross_up(cross: np.ndarray, values: PyTree) -> PyTree:
     """A segment's first-level contributions summed into the previous segment's last-level slots."""
 
-    def put(x):
-        out = None
-        for c, xc in enumerate(unstack(x, 0)):
-            row = cross[c]
-            if not row.any():
-                continue
-            term = jnp.asarray(row, x.dtype).reshape((-1,) + (1,) * (x.ndim - 1)) * xc
-            out = term if out is None else out + term
-        return jnp.zeros((cross.shape[1],) + x.shape[1:], x.dtype) if out is None else out
+    def put(x):  # each parent slot's children, summed by selection
+        xs, zero = unstack(x, 0), jnp.zeros(x.shape[1:], x.dtype)
+        return jnp.stack([_sum_selected(xs, col, zero) for col in cross.T], axis=0)
 
     return jax.tree_util.tree_map(put, values)
 

@@ -56,6 +56,7 @@ def test_chunked_vmap_rejects_bad_arguments():
         sd.vmap(f, in_axes=(1, 0))(np.zeros((2, 3)), np.zeros(3))
 
 
+@pytest.mark.fast
 def test_sodyn_jit_compiles_with_its_options_and_matches_jax_jit():
     """``sodyn.jit`` only changes how XLA compiles: values and gradients match ``jax.jit``, with
     and without ``latency=True``; its options exist in this jaxlib (XLA rejects an unknown
@@ -85,6 +86,7 @@ def test_sodyn_jit_compiles_with_its_options_and_matches_jax_jit():
         sd.jit("forward_dynamics")
 
 
+@pytest.mark.fast
 def test_only_options_this_xla_knows_are_passed():
     """``sodyn.jit``'s candidate options are tried once on the installed XLA: an unknown name is
     dropped (XLA would reject it), known ones are kept, and every option ``sodyn.jit`` adds

@@ -76,7 +76,7 @@ class Subspace(NamedTuple):
     def times(self, x: jax.Array) -> jax.Array:
         """``H* x`` for ``x`` of shape ``(..., nv_k)`` → ``(..., 6)``."""
         if self.h is not None:
-            return self.h * x
+            return spatial.scale(x[..., 0], self.h)
         return spatial.mv(self.const, x)
 
     def transpose_times(self, f: jax.Array) -> jax.Array:
