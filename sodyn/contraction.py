@@ -152,9 +152,13 @@ def _cotangent(ct, other, x_aval, x_idx: str, other_idx: str, out_idx: str):
     leading axes along which this operand was broadcast."""
     g = contract_p.bind(ct, other, spec=(out_idx, other_idx, x_idx))
     n_lead = len(x_aval.shape) - len(x_idx)
-    axes = tuple(i for i, n in enumerate(x_aval.shape[:n_lead]) if n == 1 and g.shape[i] != 1)
-    if axes:
-        g = jnp.sum(g, axis=axes, keepdims=True)
+    axes = [i for i, n in enumerate(x_aval.shape[:n_lead]) if n == 1 and g.shape[i] != 1]
+    if axes:  # summed as one more contraction (with ones), not as a reduction of its own
+        kept = [i for i in range(g.ndim) if i not in axes]
+        g = jnp.transpose(g, kept + axes)
+        g = g.reshape(g.shape[:len(kept)] + (-1,))
+        k = next(ch for ch in string.ascii_letters if ch not in x_idx)
+        g = _bind(g, jnp.ones(g.shape[-1], g.dtype), (x_idx + k, k, x_idx)).reshape(x_aval.shape)
     return g.astype(x_aval.dtype)
 
 

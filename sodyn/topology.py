@@ -44,6 +44,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from sodyn.contraction import contract
 from sodyn.joints import KERNEL_OF, KERNELS, NQ, NV
 from sodyn.spatial import unstack
 
@@ -506,16 +507,17 @@ def extend_dofs(subtree: AncestorSubtree, x: jax.Array) -> jax.Array:
 
 
 def _from_parent(onehot: jax.Array, carry: PyTree) -> PyTree:
-    """Values of each slot's parent: ``out[c] = Σ_p onehot[c, p] carry[p]``."""
+    """Values of each slot's parent: ``out[c] = Σ_p onehot[c, p] carry[p]`` (products by
+    :func:`~sodyn.contraction.contract`, so that reverse mode sums over slots as contractions)."""
     if onehot.shape[-1] == 1:
         return carry
 
     def pick(x):
         oh = onehot.reshape(onehot.shape + (1,) * (x.ndim - 1)).astype(x.dtype)
         xs = unstack(x, 0)
-        out = oh[:, 0] * xs[0]
+        out = contract("...,...->...", oh[:, 0], xs[0])
         for p in range(1, len(xs)):
-            out = out + oh[:, p] * xs[p]
+            out = out + contract("...,...->...", oh[:, p], xs[p])
         return out
 
     return jax.tree_util.tree_map(pick, carry)
@@ -534,9 +536,9 @@ def _to_parent(onehot: jax.Array, values: PyTree) -> PyTree:
     def put(x):
         oh = onehot.reshape(onehot.shape + (1,) * (x.ndim - 1)).astype(x.dtype)
         xs = unstack(x, 0)
-        out = oh[0] * xs[0]
+        out = contract("...,...->...", oh[0], xs[0])
         for c in range(1, len(xs)):
-            out = out + oh[c] * xs[c]
+            out = out + contract("...,...->...", oh[c], xs[c])
         return out
 
     return jax.tree_util.tree_map(put, values)
