@@ -6,7 +6,7 @@ pipeline keeps for itself.  :func:`jit` adds, for one executable and only on the
 options that still help some programs there:
 
 * ``xla_cpu_experimental_ynn_fusion_type=""``: no YNNPACK library fusions, which is what
-  XLA:CPU makes of the large reductions that reverse mode produces;
+  XLA:CPU makes of large plain-add reductions elsewhere in the program (a loss, say);
 * ``xla_cpu_use_fusion_emitters=False`` (XLA versions that have the switch): the classic loop
   emitters, which generate faster loops than the fusion emitters for these shapes.
 
