@@ -122,22 +122,17 @@ def _out_shape(a, b, spec: Spec) -> tuple[int, ...]:
     return lead + tuple(size[ch] for ch in spec[2])
 
 
-def _lower_sum(a, b, *, spec: Spec):
-    """The sum of the broadcast product (XLA's own reduction)."""
-    x, axes = _product(a, b, spec)
-    return jnp.broadcast_to(jnp.sum(x, axis=axes) if axes else x, _out_shape(a, b, spec))
-
-
 def _masked_add(p, q):
     """``p − (−q)``: exactly ``p + q``, written as a reducer that no library matcher takes."""
     return p - (-q)
 
 
-def _lower_cpu(a, b, *, spec: Spec):
-    """XLA:CPU: the sum of the broadcast product as a reduction with :func:`_masked_add`."""
+def _summed_product(a, b, *, spec: Spec, add=lax.add):
+    """The broadcast product of ``a`` and ``b``, reduced over the summed indices with ``add``
+    (``lax.add``: XLA's own sum, for other backends; :func:`_masked_add` on XLA:CPU)."""
     x, axes = _product(a, b, spec)
     if axes:
-        x = lax.reduce(x, np.zeros((), x.dtype), _masked_add, axes)
+        x = lax.reduce(x, np.zeros((), x.dtype), add, axes)
     return jnp.broadcast_to(x, _out_shape(a, b, spec))
 
 
@@ -184,8 +179,9 @@ def _compiled(spec: Spec):
 
 contract_p.def_abstract_eval(_abstract_eval)
 contract_p.def_impl(lambda a, b, *, spec: _compiled(spec)(a, b))
-mlir.register_lowering(contract_p, mlir.lower_fun(_lower_sum, multiple_results=False))
-mlir.register_lowering(contract_p, mlir.lower_fun(_lower_cpu, multiple_results=False), platform="cpu")
+mlir.register_lowering(contract_p, mlir.lower_fun(_summed_product, multiple_results=False))
+mlir.register_lowering(contract_p, mlir.lower_fun(functools.partial(_summed_product, add=_masked_add),
+                                                  multiple_results=False), platform="cpu")
 ad.defbilinear(contract_p, _transpose_lhs, _transpose_rhs)
 batching.primitive_batchers[contract_p] = _batch
 
