@@ -49,18 +49,12 @@ from sodyn.contraction import contract
 from sodyn.model import Model
 from sodyn.topology import dofs_from_levels, dofs_to_levels, gather, scatter, split_slots, to_levels
 from sodyn.unit_columns import gather_unit_columns, sum_of_column_products
-from sodyn.xla_options import traced_for_single_calls
 
-#: Levels per scan step in the three sweeps of batched world-axes forward dynamics (poses, the
-#: fused Riccati and innovations gather, the acceleration scatter): fewer, longer loop steps pay
-#: off over a large batch.  Single calls (traced under ``sodyn.jit(..., latency=True)``) keep
-#: one level per step, and so do the mass matrix, ``𝓜⁻¹`` and the body-frame forward dynamics,
-#: which two levels do not speed up.
+#: Levels per scan step in the three sweeps of world-axes forward dynamics (poses, the fused
+#: Riccati and innovations gather, the acceleration scatter): fewer, longer loop steps pay off
+#: over a batch.  The mass matrix, ``𝓜⁻¹`` and the body-frame forward dynamics keep one level
+#: per step, which two levels do not speed up.
 FORWARD_UNROLL = 2
-
-
-def _forward_unroll() -> int:
-    return 1 if traced_for_single_calls() else FORWARD_UNROLL
 
 
 def _riccati_kernel(p: jax.Array, h: jax.Array, armature: jax.Array):
@@ -191,7 +185,7 @@ def _articulated_forward(model: Model, q, v, tau, f_ext):
     topo = model.topology
     m = model_params(model, dtype)
     v_blocks = dofs_to_levels(topo, v, 0.0)
-    unroll = _forward_unroll()
+    unroll = FORWARD_UNROLL
     wr, wp, axes, vel, joint_motion = world_kinematics_levels(prepare(model, q), topo, v_blocks, unroll)
     coriolis = spatial.motion_cross(vel, joint_motion)
     inertia = world_inertia_parameters(*mass_parameter_levels(model, dtype), wr, wp)
