@@ -8,6 +8,8 @@ states and over model parameters) and ``jax.grad``.
 from sodyn.algorithms.articulated import (
     ArticulatedBodyInertias,
     articulated_body_inertias,
+    forward_dynamics,
+    inverse_mass_matrix,
     inverse_mass_matrix_times,
     log_det_mass_matrix,
 )
@@ -43,7 +45,6 @@ from sodyn.algorithms.operational_space import (
     task_jacobian,
     task_jdot_v,
 )
-from sodyn.algorithms.world_articulated import forward_dynamics, inverse_mass_matrix
 from sodyn.batching import use_cpu_cores, vmap
 from sodyn.configuration import (
     difference,

@@ -110,17 +110,18 @@ class JointSpec:
         return JointSpec("fixed")
 
 
-# Constant motion subspaces (6 × nv) of the multi-dof kernels, in the child frame.
-_S_CONST = {
-    "free": np.eye(6),
-    "spherical": np.eye(6)[:, :3],
-    "planar": np.eye(6)[:, [3, 4, 2]],
+#: The constant motion subspaces of the multi-dof kernels in the child frame, as the spatial
+#: components ``[ω; v]`` each dof moves: ``H*`` is the 6 × nv selection of those components.
+SUBSPACE_COMPONENTS: dict[str, tuple[int, ...]] = {
+    "free": (0, 1, 2, 3, 4, 5),
+    "spherical": (0, 1, 2),
+    "planar": (3, 4, 2),
 }
 
 
 def motion_subspace(kernel: str, dtype) -> Array:
     """Constant ``H*`` (6 × nv) of a multi-dof kernel."""
-    return jnp.asarray(_S_CONST[kernel], dtype=dtype)
+    return jnp.asarray(np.eye(6)[:, list(SUBSPACE_COMPONENTS[kernel])], dtype=dtype)
 
 
 def hinge_vector(axis: Array, rot: Array, trans: Array) -> Array:

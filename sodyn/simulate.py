@@ -14,8 +14,8 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from sodyn.algorithms.articulated import forward_dynamics
 from sodyn.algorithms.common import check_vector
-from sodyn.algorithms.world_articulated import forward_dynamics
 from sodyn.configuration import integrate
 from sodyn.model import Model
 

@@ -30,8 +30,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable
-from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -39,9 +37,7 @@ import numpy as np
 
 from sodyn.contraction import contract
 from sodyn.joints import NV
-from sodyn.topology import Topology, _scan, _segment_inputs, _to_parent
-
-PyTree = Any
+from sodyn.topology import Topology
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -232,49 +228,10 @@ def _block_index(topo: Topology, where: list[_Slot], sub: list[list[int]], colum
     return index
 
 
-def gather_unit_columns(
-    topo: Topology,
-    step: Callable[..., tuple[jax.Array, tuple]],
-    width: int,
-    xs: PyTree,
-    kernel_xs: tuple[PyTree, ...],
-    dtype,
-) -> list[tuple]:
-    """Tips-to-base sweep of all unit vectors: per segment, one ``lax.scan`` whose carry is
-    ``(W_s, C_s, width)``.
-
-    ``step(from_children, x, xk, slices)`` gets the level's children sums ``(W_s, C_s,
-    width)``, the level's ``xs`` (compact-layout ``(1, W, ...)`` arrays, as for
-    :func:`sodyn.topology.gather`) and, per kernel, the level's ``kernel_xs`` (``(w_k, ...)``)
-    with the unit inputs ``(w_k, C_s, nv_k)`` appended; it returns ``(to_parent, outs)``,
-    ``outs`` a tuple over kernels of pytrees with leaves ``(w_k, C_s, ...)``.  Returns, per
-    segment, the outputs stacked over its levels, ``(L_s, w_sk, C_s, ...)``.
-    """
-    layout = unit_columns(topo)
-    inputs = _segment_inputs(topo, xs, kernel_xs)
-    results: list[tuple] = [()] * len(topo.segments)
-    sent = None
-    for i in range(len(topo.segments) - 1, -1, -1):
-        seg = topo.segments[i]
-        x, xk = inputs[i]
-        xk = tuple((k, jnp.asarray(u, dtype)) for k, u in zip(xk, layout.units[i]))
-        init = jnp.zeros((seg.width, layout.counts[i], width), dtype) if sent is None else sent
-
-        def body(z, level, slices=seg.kernel_slices, straight=seg.identity_maps):
-            onehot, x_l, xk_l = level
-            to_parent, outs = step(z, x_l, xk_l, slices)
-            return (to_parent if straight else _to_parent(onehot, to_parent)), outs
-
-        last, results[i] = _scan(body, init, (seg.onehot, x, xk), reverse=True)
-        if i > 0:
-            flat = jnp.concatenate([last.reshape(-1, width), jnp.zeros((1, width), dtype)])
-            sent = flat[layout.cross[i - 1]]
-    return results
-
-
 def sum_of_column_products(topo: Topology, a: list[tuple], b: list[tuple]) -> jax.Array:
     """``Σ_c A_c(e_i) · B_c(e_j)`` ``(nv, nv)``, summed over every dof ``c``, from per-segment,
-    per-kernel sweep outputs ``(L_s, w_sk, C_s, nv_k)`` of :func:`gather_unit_columns`
+    per-kernel sweep outputs ``(L_s, w_sk, C_s, nv_k)`` of :func:`sodyn.sweeps.gather` with
+    ``unit_columns=True``
     (``A_c(e_i)``: output at dof ``c`` of the sweep of ``e_i``)."""
     layout = unit_columns(topo)
     dtype = a[0][0].dtype

@@ -1,5 +1,6 @@
-"""Forward dynamics and 𝓜⁻¹ run in world axes for float64 and in body frames below it: both
-paths agree, and neither depends on where a floating base stands."""
+"""Forward dynamics, 𝓜⁻¹ and 𝓜⁻¹ x in either convention (world axes, the default, or body
+frames): the two agree, the choice is an explicit argument, and neither depends on where a
+floating base stands."""
 
 import jax
 import jax.numpy as jnp
@@ -7,9 +8,7 @@ import numpy as np
 import pytest
 
 import sodyn as sd
-from sodyn.algorithms.articulated import body_frame_forward, body_frame_inverse_mass_matrix
 from sodyn.algorithms.kinematics import MASKED_VELOCITY_SLOTS
-from sodyn.algorithms.world_articulated import in_world_axes
 from sodyn.models import random_tree
 
 jax.config.update("jax_enable_x64", True)
@@ -27,9 +26,21 @@ def _state(model, seed):
     return q, v, tau, f_ext
 
 
-def test_world_axes_serve_float64_only():
-    assert in_world_axes(jnp.float64)
-    assert not in_world_axes(jnp.float32) and not in_world_axes(jnp.bfloat16)
+def test_convention_is_an_explicit_argument():
+    """Both dtypes take the documented default (world axes) unless told otherwise, and an unknown
+    convention is an error naming the argument."""
+    model = sd.models.double_pendulum()
+    q, v, tau = np.array([0.3, -0.2]), np.array([0.1, 0.4]), np.array([0.5, -1.0])
+    for dtype in (jnp.float64, jnp.float32):
+        args = [jnp.asarray(x, dtype) for x in (q, v, tau)]
+        default = sd.forward_dynamics(model, *args)
+        np.testing.assert_array_equal(default, sd.forward_dynamics(model, *args, convention="world"))
+        assert default.dtype == dtype
+    for fn in (lambda c: sd.forward_dynamics(model, q, v, tau, convention=c),
+               lambda c: sd.inverse_mass_matrix(model, q, convention=c),
+               lambda c: sd.inverse_mass_matrix_times(model, q, tau, convention=c)):
+        with pytest.raises(ValueError, match="convention must be one of"):
+            fn("body")
 
 
 def test_trees_take_both_velocity_paths():
@@ -44,9 +55,10 @@ def test_world_and_body_frame_recursions_agree_in_float64(spec):
 
     @jax.jit
     def both(q, v, tau, f_ext):
-        body_qdd, body_minv_times = body_frame_forward(model, q, v, tau, f_ext)
-        return (sd.forward_dynamics(model, q, v, tau, f_ext), body_qdd,
-                sd.inverse_mass_matrix(model, q), body_frame_inverse_mass_matrix(model, q), body_minv_times(tau))
+        return (sd.forward_dynamics(model, q, v, tau, f_ext),
+                sd.forward_dynamics(model, q, v, tau, f_ext, convention="local"),
+                sd.inverse_mass_matrix(model, q), sd.inverse_mass_matrix(model, q, convention="local"),
+                sd.inverse_mass_matrix_times(model, q, tau, convention="local"))
 
     world_qdd, body_qdd, world_minv, body_minv, body_minv_tau = both(q, v, tau, f_ext)
     scale = float(jnp.max(jnp.abs(body_qdd)))
@@ -66,7 +78,8 @@ def test_results_do_not_depend_on_where_the_floating_base_stands():
     # float32 far from the origin keeps float32's accuracy
     m32 = model.astype(jnp.float32)
     # jitted: run eagerly, every operation would compile on its own (6× the time)
-    fd32 = jax.jit(lambda q, v, tau: sd.forward_dynamics(m32, q, v, tau))
-    a32 = fd32(far.astype(jnp.float32), v.astype(jnp.float32), tau.astype(jnp.float32))
-    np.testing.assert_allclose(np.asarray(a32, np.float64) / float(jnp.max(jnp.abs(a))), a / jnp.max(jnp.abs(a)),
-                               atol=2e-5)
+    for convention in ("world", "local"):
+        fd32 = jax.jit(lambda q, v, tau, c=convention: sd.forward_dynamics(m32, q, v, tau, convention=c))
+        a32 = fd32(far.astype(jnp.float32), v.astype(jnp.float32), tau.astype(jnp.float32))
+        np.testing.assert_allclose(np.asarray(a32, np.float64) / float(jnp.max(jnp.abs(a))),
+                                   a / jnp.max(jnp.abs(a)), atol=2e-5)

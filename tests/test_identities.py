@@ -170,18 +170,19 @@ def test_gather_and_scatter_match_dense_resolvent(case):
     x = np.random.default_rng(0).normal(size=(n, 6))
     # φ* x: body velocities from per-body joint motions x (scatter).
     from sodyn.algorithms.inverse_dynamics import body_forces_levels
-    from sodyn.topology import scatter, to_levels
+    from sodyn.sweeps import in_slots, scatter
+    from sodyn.topology import to_levels
 
-    def step(parent, inp):
-        r, p, xk = inp
+    def step(parent, level):
+        r, p, xk = level.x
         y = spatial.motion_to_child(r, p, parent) + xk
-        return y, y
+        return y, tuple(level.per_kernel(y))
 
     @jax.jit
     def both_sweeps(q, x):
         levels = prepare(model, q)
         xl = to_levels(model.topology, x, jnp.zeros(6))
-        ys = scatter(model.topology, step, jnp.zeros(6), (levels.rel_r, levels.rel_p, xl))
+        ys = in_slots(scatter(model.topology, step, jnp.zeros(6), (levels.rel_r, levels.rel_p, xl)))
         fs = body_forces_levels(levels, model.topology, xl)
         return from_levels(model.topology, ys), from_levels(model.topology, fs)
 

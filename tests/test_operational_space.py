@@ -354,7 +354,7 @@ def test_log_det_gradient_slide_formula_world_frame():
     """SLD §2.7 as printed: 2 tr(P Υ blockdiag(h̃, h̃)) in world axes at 𝕆_i, revolute joints."""
     model = random_tree(6, seed=7, joint_types=("revolute",))
     q = sd.random_configuration(model, jax.random.PRNGKey(7))
-    from sodyn.algorithms.articulated import articulated_levels
+    from sodyn.algorithms.articulated import body_frames, riccati
     from sodyn.algorithms.common import prepare
     from sodyn.algorithms.operational_space import compliance_kernel
     from sodyn.topology import from_levels
@@ -362,9 +362,9 @@ def test_log_det_gradient_slide_formula_world_frame():
     @jax.jit
     def run(q):
         levels = prepare(model, q)
-        abi = articulated_levels(model, levels)
+        abi = riccati(model, body_frames(model, levels), with_inertias=True)
         ups, rw = compliance_kernel(model.topology, levels, abi)
-        return ([from_levels(model.topology, x) for x in (abi.P, ups, rw, levels.subspaces[0].h)],
+        return ([from_levels(model.topology, x) for x in (abi.P, ups, rw, levels.axes[0].h)],
                 jax.grad(lambda q: sd.log_det_mass_matrix(model, q))(q))
 
     (P, U, R, axes), expected = jax.tree_util.tree_map(np.asarray, run(q))

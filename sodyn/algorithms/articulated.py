@@ -1,67 +1,433 @@
-"""Articulated-body inertias in body frames: the Riccati quantities, ``𝓜⁻¹ x`` and ``log det 𝓜``.
+"""The articulated-body recursions (Jain Ch. 6–7, tree form §9.4): forward dynamics, ``𝓜⁻¹``,
+``𝓜⁻¹ x``, ``log det 𝓜`` and the Riccati quantities the operational-space code builds on.
 
-Riccati recursion (Jain Alg. 6.1 / 7.1, tree form §9.4; one gather, tips to base):
+Riccati recursion (Alg. 7.1; one gather, tips to base), with ``U* = H P`` and ``G* = D⁻¹ U*``
+kept as rows:
 
     P(k) = M(k) + Σ_{c ∈ children(k)} φ(k, c) P⁺(c) φ*(k, c)
-    D(k) = H(k) P(k) H*(k) + armature(k),   G(k) = P(k) H*(k) D⁻¹(k)
-    τ̄(k) = I − G(k) H(k),                   P⁺(k) = τ̄(k) P(k)
-    ψ(℘(k), k) = φ(℘(k), k) τ̄(k),           K(℘(k), k) = φ(℘(k), k) G(k)
+    D(k) = H(k) P(k) H*(k) + armature(k),     P⁺(k) = P(k) − U(k) G*(k)
 
-Innovations (Alg. 7.2, gather) and accelerations (scatter):
+Innovations (Alg. 7.2, gather) and accelerations (Lemma 7.6, scatter):
 
     z(k) = P(k) a(k) + b(k) − f_ext(k) + Σ_c φ(k, c) z⁺(c)
-    ε(k) = T(k) − H(k) z(k),   ν(k) = D⁻¹(k) ε(k),   z⁺(k) = z(k) + G(k) ε(k)
+    ε(k) = T(k) − H(k) z(k),   ν(k) = D⁻¹(k) ε(k),   z⁺(k) = z(k) + U(k) ν(k)
     α⁺(k) = φ*(℘(k), k) α(℘(k)),   θ̈(k) = ν(k) − G*(k) α⁺(k),   α(k) = α⁺(k) + H*(k) θ̈(k) + a(k)
 
-With ``a = b = 0`` and ``T = x`` these compute ``𝓜⁻¹ x = [I − HψK]* D⁻¹ [I − HψK] x``
-(Lemma 7.5), :func:`inverse_mass_matrix_times` in O(N) without forming or factoring 𝓜, and
-``log det 𝓜 = Σ_k log det D(k)`` (Lemma 7.3).  The operational-space recursions build on
-these body-frame quantities.  Forward dynamics and the full ``𝓜⁻¹`` run the same recursions
-in world axes (:mod:`sodyn.algorithms.world_articulated`), where the ``φ`` vanish.
+Forward dynamics runs the first two fused in one gather, then the scatter.  With ``a = b = 0``
+and ``T = x`` the innovations and accelerations give ``𝓜⁻¹ x = [I − HψK]* D⁻¹ [I − HψK] x``
+(Lemma 7.5) in O(N) without forming 𝓜, and ``log det 𝓜 = Σ_k log det D(k)`` (Lemma 7.3).
+``D``, ``ν`` and ``θ̈`` are joint-space quantities, the same in every frame.
+
+**Conventions** (the ``convention`` argument, as Pinocchio's ``Convention``):
+
+* ``"world"`` (default): every spatial quantity in world axes about one point fixed in space,
+  the first body's origin (:func:`~sodyn.algorithms.kinematics.centred_world_poses_levels`).
+  There every ``φ(℘(k), k)`` is the identity: the gathers add what the children send and the
+  scatter passes the parent's value on, with no 6 × 6 congruence per level; the joint axes
+  ``H*_w``, the inertias ``M_w`` (Jain eqs. 2.6–2.8, entering the sweep as their ten
+  parameters), velocities and bias terms are formed for all bodies outside it.  Fastest.
+* ``"local"``: each body's quantities in its own frame, with the ``φ`` of each level.  About
+  one point, a light body far from it carries inertia terms of order ``m |r|²`` that cancel in
+  its ``D``; in float32 a humanoid's gripper links a metre from the base lose two to three
+  digits of ``𝓜⁻¹`` in world axes, which body frames keep.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import NamedTuple
+import dataclasses
+import functools
+from typing import Literal, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
 from sodyn import spatial
 from sodyn.algorithms.common import (
+    JointAxes,
     Levels,
+    check_state,
     check_vector,
     gravity_acceleration,
-    hinge_vectors_by_level,
     model_params,
     prepare,
 )
-from sodyn.algorithms.kinematics import velocities_and_accelerations_levels
-from sodyn.model import Model
-from sodyn.topology import (
-    AncestorSubtree,
-    dofs_from_levels,
-    dofs_to_levels,
-    from_levels,
-    gather,
-    restrict_kernel,
-    restrict_slots,
-    scatter,
-    split_slots,
-    to_levels,
+from sodyn.algorithms.inverse_dynamics import inverse_dynamics
+from sodyn.algorithms.kinematics import (
+    centred_world_poses_levels,
+    velocities_and_accelerations_levels,
+    world_kinematics_levels,
+    world_subspace_blocks,
 )
-from sodyn.unit_columns import gather_unit_columns, sum_of_column_products
+from sodyn.algorithms.mass_matrix import (
+    apply_inertia,
+    inertia_parameters,
+    mass_parameter_levels,
+    world_inertia_parameters,
+)
+from sodyn.model import Model
+from sodyn.sweeps import gather, in_slots, scatter
+from sodyn.topology import Topology, dofs_from_levels, dofs_to_levels, from_levels, to_levels
+from sodyn.unit_columns import sum_of_column_products
+
+Convention = Literal["world", "local"]
+CONVENTIONS: tuple[str, ...] = ("world", "local")
+
+#: Levels per scan step of the world-axes forward dynamics sweeps: fewer, longer loop steps
+#: pay off over a batch (body frames and the other functions keep one).
+FORWARD_UNROLL = 2
 
 
-class ArticulatedLevels(NamedTuple):
-    """Riccati quantities in the slot layout (internal; see :class:`ArticulatedBodyInertias`)."""
+# ---------------------------------------------------------------------------
+# frames: what a convention changes
+# ---------------------------------------------------------------------------
 
-    P: jax.Array                  # (1, W, 6, 6)
-    P_plus: jax.Array             # (1, W, 6, 6)
-    U: tuple[jax.Array, ...]      # per kernel (1, Wk, 6, nv_k) = P H*
-    D: tuple[jax.Array, ...]      # per kernel (1, Wk, nv_k, nv_k)
-    D_inv: tuple[jax.Array, ...]  # per kernel (1, Wk, nv_k, nv_k)
+
+@functools.partial(jax.tree_util.register_dataclass, data_fields=["pose", "axes", "inertia"], meta_fields=[])
+@dataclasses.dataclass(frozen=True)
+class Frames:
+    """The frames the recursions run in, per slot ``(1, W, ...)``.
+
+    ``pose``: each body's ``(R, p)`` in its parent, the ``φ`` between levels (``None`` in world
+    axes, where every ``φ`` is the identity); ``axes``: per kernel ``H*`` in those frames;
+    ``inertia``: each body's inertia parameters ``(m, h, J)`` about its frame's point
+    (:func:`~sodyn.algorithms.mass_matrix.inertia_parameters`).
+    """
+
+    pose: tuple[jax.Array, jax.Array] | None
+    axes: tuple[JointAxes, ...]
+    inertia: tuple[jax.Array, jax.Array, jax.Array]
+
+
+def _inertia_to_parent(pose, p: jax.Array) -> jax.Array:
+    return p if pose is None else spatial.inertia_to_parent(*pose, p)
+
+
+def _force_to_parent(pose, f: jax.Array) -> jax.Array:
+    if pose is None:
+        return f
+    r, p = pose
+    extra = f.ndim - p.ndim  # columns carried per slot
+    return spatial.force_to_parent(_expand_slots(r, extra), _expand_slots(p, extra), f)
+
+
+def _motion_to_child(pose, m: jax.Array) -> jax.Array:
+    return m if pose is None else spatial.motion_to_child(*pose, m)
+
+
+def _expand_slots(x: jax.Array, n: int) -> jax.Array:
+    """Axes of size one after the slot axis of a per-slot pose."""
+    return x.reshape(x.shape[:1] + (1,) * n + x.shape[1:]) if n else x
+
+
+def _check_convention(convention: str) -> None:
+    if convention not in CONVENTIONS:
+        raise ValueError(f"convention must be one of {CONVENTIONS}, got {convention!r}")
+
+
+def body_frames(model: Model, levels: Levels) -> Frames:
+    """The ``"local"`` frames: body frames, the link transforms as ``φ``."""
+    dtype = levels.rel_p.dtype
+    params = inertia_parameters(*mass_parameter_levels(model, dtype))
+    return Frames((levels.rel_r, levels.rel_p), levels.axes, params)
+
+
+def world_frames(model: Model, levels: Levels) -> tuple[Frames, tuple[jax.Array, jax.Array]]:
+    """The ``"world"`` frames (world axes about the first body's origin) and the centred world
+    poses ``(R_w, p_w)``."""
+    dtype = levels.rel_p.dtype
+    wr, wp = centred_world_poses_levels(levels, model.topology)
+    params = world_inertia_parameters(*mass_parameter_levels(model, dtype), wr, wp)
+    axes = tuple(JointAxes("rows", rows=r) for r in world_subspace_blocks(model.topology, levels, wr, wp))
+    return Frames(None, axes, params), (wr, wp)
+
+
+def frames_for(model: Model, levels: Levels, convention: str) -> Frames:
+    _check_convention(convention)
+    return body_frames(model, levels) if convention == "local" else world_frames(model, levels)[0]
+
+
+# ---------------------------------------------------------------------------
+# one slot's Riccati and innovations steps
+# ---------------------------------------------------------------------------
+
+
+class RiccatiKernel(NamedTuple):
+    """One kernel's Riccati quantities: ``U* = H P`` and ``G* = D⁻¹ U*`` as rows
+    ``(..., nv_k, 6)``, ``D`` and ``D⁻¹`` ``(..., nv_k, nv_k)``."""
+
+    U: jax.Array
+    D: jax.Array
+    D_inv: jax.Array
+    G: jax.Array
+
+
+def riccati_kernel(p: jax.Array, axes: JointAxes, armature: jax.Array) -> tuple[jax.Array, RiccatiKernel]:
+    """``P⁺ = P − U G*`` and the kernel's :class:`RiccatiKernel` (Jain Alg. 7.1)."""
+    u = axes.transpose_times_matrix(p)
+    d = axes.transpose_times(u)
+    d = d + armature[..., None] * jnp.eye(d.shape[-1], dtype=d.dtype)
+    dinv = spatial.spd_inverse(d)
+    g = spatial.mm(dinv, u)
+    return p - spatial.mtm(u, g), RiccatiKernel(u, d, dinv, g)
+
+
+def innovation_kernel(z: jax.Array, axes: JointAxes, ric: RiccatiKernel, t: jax.Array):
+    """``ν = D⁻¹ (T − H z)`` and ``z⁺ = z + U ν`` (Jain Alg. 7.2); ``z`` ``(..., 6)`` may carry
+    columns after the slot axis, which ``ric`` is broadcast over."""
+    extra = z.ndim - ric.U.ndim + 1
+    u, dinv = (_expand_slots(x, extra) for x in (ric.U, ric.D_inv))
+    nu = spatial.mv(dinv, t - axes.transpose_times(z))
+    return z + spatial.mtv(u, nu), nu
+
+
+# ---------------------------------------------------------------------------
+# the sweeps
+# ---------------------------------------------------------------------------
+
+
+class ArticulatedBodies(NamedTuple):
+    """The Riccati quantities in the slot layout: per kernel a :class:`RiccatiKernel` of
+    ``(1, W_k, ...)`` arrays, and the articulated inertias ``P`` and ``P⁺`` ``(1, W, 6, 6)``
+    (``None`` unless asked for)."""
+
+    kernels: tuple[RiccatiKernel, ...]
+    P: jax.Array | None = None
+    P_plus: jax.Array | None = None
+
+
+def _armature_blocks(model: Model, dtype) -> list[jax.Array]:
+    """Per kernel ``(1, W_k, nv_k)`` armature; padding slots get one, so their ``D`` stays
+    invertible (nothing they compute reaches a real body)."""
+    return dofs_to_levels(model.topology, model_params(model, dtype).armature, 1.0)
+
+
+def riccati(model: Model, frames: Frames, with_inertias: bool = False) -> ArticulatedBodies:
+    """The Riccati recursion (Jain Alg. 7.1) as one gather."""
+    dtype = frames.inertia[0].dtype
+
+    def step(from_children, level):
+        pose, inertia = level.x
+        big_p = spatial.inertia_from_parameters(*inertia) + from_children
+        outs, p_plus = [], []
+        for pk, axes, arm in zip(level.per_kernel(big_p), *zip(*level.kernels)):
+            pp, ric = riccati_kernel(pk, axes, arm)
+            p_plus.append(pp)
+            outs.append((ric, (pk, pp) if with_inertias else ()))
+        return _inertia_to_parent(pose, jnp.concatenate(p_plus, axis=0)), tuple(outs)
+
+    kernel_xs = tuple(zip(frames.axes, _armature_blocks(model, dtype)))
+    outs = gather(model.topology, step, jnp.zeros((6, 6), dtype), (frames.pose, frames.inertia), kernel_xs)
+    kernels = tuple(o[0] for o in outs)
+    if not with_inertias:
+        return ArticulatedBodies(kernels)
+    big_p, p_plus = in_slots(tuple(o[1] for o in outs))
+    return ArticulatedBodies(kernels, big_p, p_plus)
+
+
+def innovations(model: Model, frames: Frames, ab: ArticulatedBodies, t_blocks, z_local=None) -> list[jax.Array]:
+    """The innovations gather (Jain Alg. 7.2): per kernel ``ν = D⁻¹ ε`` ``(1, W_k, nv_k)``, for
+    joint forces ``t_blocks`` and body terms ``z_local = P a + b − f_ext`` (zero if ``None``)."""
+    dtype = t_blocks[0].dtype
+
+    def step(from_children, level):
+        pose, zl = level.x
+        z = from_children if zl is None else zl + from_children
+        z_plus, nus = [], []
+        for zk, axes, ric, t in zip(level.per_kernel(z), *zip(*level.kernels)):
+            zp, nu = innovation_kernel(zk, axes, ric, t)
+            z_plus.append(zp)
+            nus.append(nu)
+        return _force_to_parent(pose, jnp.concatenate(z_plus, axis=0)), tuple(nus)
+
+    kernel_xs = tuple(zip(frames.axes, ab.kernels, t_blocks))
+    return list(gather(model.topology, step, jnp.zeros(6, dtype), (frames.pose, z_local), kernel_xs))
+
+
+def accelerations(model: Model, frames: Frames, ab: ArticulatedBodies, nus, root_acceleration,
+                  coriolis=None, unroll: int = 1) -> jax.Array:
+    """The acceleration scatter (Jain Lemma 7.6): ``θ̈ = ν − G* α⁺``, ``α = α⁺ + H* θ̈ + a``
+    (``a`` omitted when ``coriolis`` is ``None``); returns ``θ̈`` ``(nv,)``."""
+
+    def step(parent_acc, level):
+        pose, cor = level.x
+        a_plus = _motion_to_child(pose, parent_acc)
+        qdd, motion = [], []
+        for ak, axes, ric, nu in zip(level.per_kernel(a_plus), *zip(*level.kernels)):
+            qk = nu - spatial.mv(ric.G, ak)
+            qdd.append(qk)
+            motion.append(axes.times(qk))
+        acc = a_plus + jnp.concatenate(motion, axis=0)
+        return (acc if cor is None else acc + cor), tuple(qdd)
+
+    kernel_xs = tuple(zip(frames.axes, ab.kernels, nus))
+    qdd = scatter(model.topology, step, root_acceleration, (frames.pose, coriolis), kernel_xs, unroll=unroll)
+    return dofs_from_levels(model.topology, list(qdd))
+
+
+def inverse_times(model: Model, frames: Frames, ab: ArticulatedBodies, x: jax.Array) -> jax.Array:
+    """``𝓜⁻¹ x`` by the innovations gather and acceleration scatter (Jain Lemma 7.5)."""
+    nus = innovations(model, frames, ab, dofs_to_levels(model.topology, x, 0.0))
+    return accelerations(model, frames, ab, nus, jnp.zeros(6, x.dtype))
+
+
+# ---------------------------------------------------------------------------
+# forward dynamics
+# ---------------------------------------------------------------------------
+
+
+def forward_dynamics(model: Model, q, v, tau, f_ext=None, *, convention: Convention = "world") -> jax.Array:
+    """Joint accelerations ``θ̈`` by the O(N) articulated-body algorithm (Jain Lemma 7.6).
+
+    Gravity, external forces ``f_ext`` ``(n_bodies, 6)`` (body frame), joint damping
+    (``τ − damping ⊙ v``) and armature (added to ``D``) are included, consistently with
+    :func:`sodyn.inverse_dynamics`.  The Riccati and innovations recursions run fused in one
+    gather (Alg. 7.1 and 7.2 share their tip-to-base sweep), then one scatter.  ``convention``
+    picks the frames (module docstring): ``"world"`` (default) or ``"local"``.
+
+    Derivatives (forward and reverse mode, with respect to the model's parameters too) come
+    from the implicit function theorem on ``ID(q, v, θ̈) = τ`` rather than from
+    differentiating the recursions: ``dθ̈ = 𝓜⁻¹ (dτ − ∂ID/∂(q, v, params, f_ext) · d(…))``,
+    with ``𝓜⁻¹`` applied in O(N) by the innovations sweeps (Lemma 7.5) on the Riccati
+    quantities of the forward pass, and the partials of ID at fixed ``θ̈`` by differentiating
+    the Newton–Euler recursions (Carpentier & Mansard's analytical ABA derivatives take the
+    same route).
+    """
+    _check_convention(convention)
+    q, v, tau, f_ext = check_state(model, q, v, tau, "tau", f_ext)
+    return _forward_dynamics(model, q, v, tau, f_ext, convention)
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(5,))
+def _forward_dynamics(model: Model, q, v, tau, f_ext, convention: str):
+    return _articulated_forward(model, q, v, tau, f_ext, convention)[0]
+
+
+@_forward_dynamics.defjvp
+def _forward_dynamics_jvp(convention, primals, tangents):
+    model, q, v, tau, f_ext = primals
+    d_model, dq, dv, dtau, df = tangents
+    qdd, frames, ab = _articulated_forward(model, q, v, tau, f_ext, convention)
+
+    def id_at_fixed_acceleration(m, q, v, f):
+        return inverse_dynamics(m, q, v, qdd, f)
+
+    _, d_id = jax.jvp(id_at_fixed_acceleration, (model, q, v, f_ext), (d_model, dq, dv, df))
+    return qdd, inverse_times(model, frames, ab, dtau - d_id)
+
+
+def _forward_terms(model: Model, q, v, f_ext, convention: str, unroll: int):
+    """The frames, the velocity terms ``a(k) = V(k) ×ₘ H*(k) θ̇(k)`` and the bias forces
+    ``b(k) = V(k) ×_f M(k) V(k) − f_ext(k)`` (Jain eq. 5.14) in the convention's frames."""
+    topo = model.topology
+    dtype = q.dtype
+    levels = prepare(model, q)
+    v_blocks = dofs_to_levels(topo, v, 0.0)
+    f_local = None if f_ext is None else to_levels(topo, f_ext, jnp.zeros(6, dtype))
+    if convention == "local":
+        frames = body_frames(model, levels)
+        vel, _, coriolis = velocities_and_accelerations_levels(levels, topo, v_blocks, None, jnp.zeros(6, dtype))
+    else:
+        wr, wp, axes, vel, joint = world_kinematics_levels(levels, topo, v_blocks, unroll)
+        params = world_inertia_parameters(*mass_parameter_levels(model, dtype), wr, wp)
+        frames = Frames(None, tuple(JointAxes("rows", rows=a) for a in axes), params)
+        coriolis = spatial.motion_cross(vel, joint)
+        if f_local is not None:
+            f_local = spatial.force_to_parent(wr, wp, f_local)
+    bias = spatial.force_cross(vel, apply_inertia(*frames.inertia, vel))
+    return frames, coriolis, bias if f_local is None else bias - f_local
+
+
+def _articulated_forward(model: Model, q, v, tau, f_ext, convention: str):
+    """The fused ABA; returns ``θ̈``, the frames and the Riccati quantities (for ``𝓜⁻¹ x``)."""
+    dtype = q.dtype
+    m = model_params(model, dtype)
+    unroll = FORWARD_UNROLL if convention == "world" else 1
+    frames, coriolis, bias = _forward_terms(model, q, v, f_ext, convention, unroll)
+    t_blocks = dofs_to_levels(model.topology, tau - m.damping * v, 0.0)
+
+    def step(from_children, level):
+        pose, inertia, cor, b = level.x
+        p_children, z_children = from_children
+        big_p = spatial.inertia_from_parameters(*inertia) + p_children
+        z = spatial.mv(big_p, cor) + b + z_children
+        p_plus, z_plus, outs = [], [], []
+        for pk, zk, axes, arm, t in zip(level.per_kernel(big_p), level.per_kernel(z), *zip(*level.kernels)):
+            pp, ric = riccati_kernel(pk, axes, arm)
+            zp, nu = innovation_kernel(zk, axes, ric, t)
+            p_plus.append(pp)
+            z_plus.append(zp)
+            outs.append((nu, ric))
+        sent = (_inertia_to_parent(pose, jnp.concatenate(p_plus, axis=0)),
+                _force_to_parent(pose, jnp.concatenate(z_plus, axis=0)))
+        return sent, tuple(outs)
+
+    zero = (jnp.zeros((6, 6), dtype), jnp.zeros(6, dtype))
+    kernel_xs = tuple(zip(frames.axes, _armature_blocks(model, dtype), t_blocks))
+    outs = gather(model.topology, step, zero, (frames.pose, frames.inertia, coriolis, bias), kernel_xs,
+                  unroll=unroll)
+    ab = ArticulatedBodies(tuple(o[1] for o in outs))
+    qdd = accelerations(model, frames, ab, [o[0] for o in outs], gravity_acceleration(m, dtype), coriolis, unroll)
+    return qdd, frames, ab
+
+
+# ---------------------------------------------------------------------------
+# 𝓜⁻¹, 𝓜⁻¹ x, log det 𝓜, the Riccati quantities
+# ---------------------------------------------------------------------------
+
+
+def inverse_mass_matrix_times(model: Model, q, x, *, convention: Convention = "world") -> jax.Array:
+    """``𝓜⁻¹ x`` in O(N) by the innovations factorization (Jain Lemma 7.5), without 𝓜."""
+    q = check_vector(model, q, model.nq, "q")
+    x = check_vector(model, x, model.nv, "x", q.dtype)
+    frames = frames_for(model, prepare(model, q), convention)
+    return inverse_times(model, frames, riccati(model, frames), x)
+
+
+def inverse_mass_matrix(model: Model, q, *, convention: Convention = "world") -> jax.Array:
+    """``𝓜⁻¹`` ``(nv, nv)`` from ``[I − HψK]* D⁻¹ [I − HψK]`` (Jain eq. 7.20), 𝓜 never formed.
+
+    With ``N = D⁻¹ [I − HψK]`` (the innovations ``ν`` of the unit vectors, Lemma 7.5),
+    ``𝓜⁻¹ = N* D N = Σ_c ν_c(e_a) · D ν_c(e_b)``.  The unit vectors are swept together, each
+    segment of levels carrying only the columns its subtrees can see, and the sum over ``c``
+    is formed per subtree (:mod:`sodyn.unit_columns`).
+    """
+    q = check_vector(model, q, model.nq, "q")
+    frames = frames_for(model, prepare(model, q), convention)
+    ab = riccati(model, frames)
+
+    def step(z, level):
+        (pose,) = level.x
+        z_plus, outs = [], []
+        for zk, axes, ric, unit in zip(level.per_kernel(z), *zip(*level.kernels), level.units):
+            zp, nu = innovation_kernel(zk, axes, ric, unit)
+            z_plus.append(zp)
+            outs.append((nu, spatial.mv(_expand_slots(ric.D, 1), nu)))
+        return _force_to_parent(pose, jnp.concatenate(z_plus, axis=0)), tuple(outs)
+
+    per_segment = gather(model.topology, step, jnp.zeros(6, q.dtype), (frames.pose,),
+                         tuple(zip(frames.axes, ab.kernels)), unit_columns=True)
+    minv = sum_of_column_products(
+        model.topology, [[o[0] for o in seg] for seg in per_segment], [[o[1] for o in seg] for seg in per_segment]
+    )
+    return 0.5 * (minv + minv.T)
+
+
+def log_det_mass_matrix(model: Model, q) -> jax.Array:
+    """``log det 𝓜 = Σ_k log det D(k)`` (Jain Lemma 7.3), O(N)."""
+    q = check_vector(model, q, model.nq, "q")
+    topo = model.topology
+    ab = riccati(model, body_frames(model, prepare(model, q)))
+    mask = jnp.asarray(topo.mask)
+    total = jnp.zeros((), q.dtype)
+    for (_, s0, s1), ric in zip(topo.kernel_slots, ab.kernels):
+        d = jnp.where(mask[:, s0:s1, None, None], ric.D, jnp.eye(ric.D.shape[-1], dtype=q.dtype))  # padding: 0
+        if d.shape[-1] == 1:
+            ld = jnp.log(d[..., 0, 0])
+        else:
+            chol = jnp.linalg.cholesky(0.5 * (d + spatial.transpose(d)))
+            ld = 2.0 * jnp.sum(jnp.log(jnp.diagonal(chol, axis1=-2, axis2=-1)), axis=-1)
+        total = total + jnp.sum(ld)
+    return total
 
 
 class ArticulatedBodyInertias(NamedTuple):
@@ -82,265 +448,25 @@ class ArticulatedBodyInertias(NamedTuple):
     K: jax.Array
 
 
-def _riccati_level(subspaces, slices, big_p, h_l, arm_l):
-    """One level of the Riccati recursion: ``P⁺`` and, per kernel, ``U = P H*``, ``D``, ``D⁻¹``."""
-    p_plus, per_kernel = [], []
-    for s, sl, h, arm, pk in zip(subspaces, slices, h_l, arm_l, split_slots(big_p, slices)):
-        sub = s.at_level(h, sl)
-        u = sub.right_times(pk)  # (Wk, 6, nv_k)
-        d = sub.transpose_times_cols(u)  # H P H*, (Wk, nv_k, nv_k)
-        d = d + arm[..., None] * jnp.eye(d.shape[-1], dtype=d.dtype)
-        dinv = spatial.spd_inverse(d)
-        pp = pk - spatial.mm(spatial.mm(u, dinv), spatial.transpose(u))
-        p_plus.append(0.5 * (pp + spatial.transpose(pp)))
-        per_kernel.append((u, d, dinv))
-    return jnp.concatenate(p_plus, axis=0), per_kernel
-
-
-def _innovation_level(subspaces, slices, z, h_l, t_l, u_l, dinv_l):
-    """One level of the innovations recursion: ``ν = D⁻¹(T − H z)`` and ``z⁺ = z + U ν``."""
-    z_plus, nus = [], []
-    for s, sl, h, t, u, dinv, zk in zip(subspaces, slices, h_l, t_l, u_l, dinv_l, split_slots(z, slices)):
-        nu = spatial.mv(dinv, t - s.at_level(h, sl).transpose_times(zk))
-        z_plus.append(zk + spatial.mv(u, nu))
-        nus.append(nu)
-    return jnp.concatenate(z_plus, axis=0), nus
-
-
-def _unzip(per_kernel, n: int) -> tuple[tuple[jax.Array, ...], ...]:
-    """Per-kernel tuples of ``n`` outputs → ``n`` tuples over kernels."""
-    return tuple(tuple(o[i] for o in per_kernel) for i in range(n))
-
-
-def articulated_levels(model: Model, levels: Levels) -> ArticulatedLevels:
-    """The Riccati recursion (Jain Alg. 7.1) as one gather."""
-    topo = model.topology
-    dtype = levels.rel_p.dtype
-    arm_blocks = dofs_to_levels(topo, model_params(model, dtype).armature, 0.0)
-
-    def step(from_children, x, xk, slices):
-        r, p, inertia = x
-        big_p = inertia + from_children
-        p_plus, per_kernel = _riccati_level(levels.subspaces, slices, big_p, *zip(*xk))
-        return spatial.inertia_to_parent(r, p, p_plus), ((big_p, p_plus), per_kernel)
-
-    hs = hinge_vectors_by_level(levels)
-    (big_p, p_plus), per_kernel = gather(
-        topo, step, jnp.zeros((6, 6), dtype), (levels.rel_r, levels.rel_p, levels.inertia),
-        tuple(zip(hs, arm_blocks)),
-    )
-    us, ds, dinvs = _unzip(per_kernel, 3)
-    return ArticulatedLevels(big_p, p_plus, us, ds, dinvs)
-
-
-def restrict_articulated(subtree: AncestorSubtree, abi: ArticulatedLevels) -> ArticulatedLevels:
-    """The Riccati quantities of the bodies of ``subtree``, in its slot layout (``None`` stays
-    ``None``).  They are those of the whole tree (each depends on the body's descendants),
-    only read on fewer bodies."""
-    if subtree.is_whole_tree:
-        return abi
-
-    def slots(x):
-        return None if x is None else restrict_slots(subtree, x)
-
-    def kernels(xs):
-        if xs is None:
-            return None
-        return tuple(restrict_kernel(subtree, k, xs[f]) for k, f in enumerate(subtree.full_kernel))
-
-    return ArticulatedLevels(slots(abi.P), slots(abi.P_plus), kernels(abi.U), kernels(abi.D), kernels(abi.D_inv))
-
-
-def _accelerations(model, levels, coriolis, nus, us, dinvs, root_acceleration) -> jax.Array:
-    """The acceleration scatter of Lemma 7.6: ``θ̈ = ν − D⁻¹ U* α⁺``, ``α = α⁺ + H* θ̈ + a``."""
-    topo = model.topology
-    hs = hinge_vectors_by_level(levels)
-
-    def down(parent_acc, x, xk, slices):
-        r, p, cor = x
-        a_plus = spatial.motion_to_child(r, p, parent_acc)
-        qdd, motion = [], []
-        for s, sl, (h, nu, u, dinv), ak in zip(levels.subspaces, slices, xk, split_slots(a_plus, slices)):
-            qk = nu - spatial.mv(dinv, spatial.mtv(u, ak))
-            qdd.append(qk)
-            motion.append(s.at_level(h, sl).times(qk))
-        acc = a_plus + jnp.concatenate(motion, axis=0) + cor
-        return acc, ((), tuple(qdd))
-
-    _, qdd = scatter(
-        topo, down, root_acceleration, (levels.rel_r, levels.rel_p, coriolis), tuple(zip(hs, nus, us, dinvs))
-    )
-    return dofs_from_levels(topo, list(qdd))
-
-
-def innovations_and_accelerations(
-    model: Model,
-    levels: Levels,
-    abi: ArticulatedLevels,
-    z_local: jax.Array,
-    coriolis: jax.Array,
-    t_blocks: list[jax.Array],
-    root_acceleration: jax.Array,
-) -> jax.Array:
-    """The innovations gather and the acceleration scatter (Jain Alg. 7.2, Lemma 7.6), given
-    the Riccati quantities.
-
-    ``z_local = P a + b − f_ext`` per body, ``coriolis = a`` per body, ``t_blocks`` the joint
-    forces per kernel.  Returns ``θ̈`` as an ``(nv,)`` vector.
-    """
-    nus = _innovations(model, levels, abi, z_local, t_blocks)
-    return _accelerations(model, levels, coriolis, nus, abi.U, abi.D_inv, root_acceleration)
-
-
-def _innovations(model: Model, levels: Levels, abi: ArticulatedLevels, z_local: jax.Array, t_blocks) -> tuple:
-    """The innovations gather (Jain Alg. 7.2): ``ν = D⁻¹ ε`` per kernel, ``ε = T − H z``."""
-    hs = hinge_vectors_by_level(levels)
-
-    def up(from_children, x, xk, slices):
-        r, p, zl = x
-        z_plus, nus = _innovation_level(levels.subspaces, slices, zl + from_children, *zip(*xk))
-        return spatial.force_to_parent(r, p, z_plus), ((), tuple(nus))
-
-    _, nus = gather(
-        model.topology, up, jnp.zeros(6, z_local.dtype), (levels.rel_r, levels.rel_p, z_local),
-        tuple(zip(hs, t_blocks, abi.U, abi.D_inv)),
-    )
-    return nus
-
-
-def body_frame_forward(model: Model, q, v, tau, f_ext) -> tuple[jax.Array, Callable[[jax.Array], jax.Array]]:
-    """The fused ABA in body frames (Jain Lemma 7.6): ``θ̈`` and ``x ↦ 𝓜⁻¹ x`` on its Riccati
-    quantities (Lemma 7.5).  Forward dynamics takes this path below float64
-    (:mod:`sodyn.algorithms.world_articulated` explains why)."""
-    dtype = q.dtype
-    topo = model.topology
-    m = model_params(model, dtype)
-    levels = prepare(model, q)
-    vel, _, coriolis = velocities_and_accelerations_levels(
-        levels, topo, dofs_to_levels(topo, v, 0.0), None, jnp.zeros(6, dtype)
-    )
-    bias = spatial.force_cross(vel, spatial.mv(levels.inertia, vel))
-    if f_ext is not None:
-        bias = bias - to_levels(topo, f_ext, jnp.zeros(6, dtype))
-    t_blocks = dofs_to_levels(topo, tau - m.damping * v, 0.0)
-    arm_blocks = dofs_to_levels(topo, m.armature, 0.0)
-    hs = hinge_vectors_by_level(levels)
-
-    def up(from_children, x, xk, slices):
-        r, p, inertia, cor, b = x
-        h_l, arm_l, t_l = zip(*xk)
-        pa_children, za_children = from_children
-        big_p = inertia + pa_children
-        p_plus, per_kernel = _riccati_level(levels.subspaces, slices, big_p, h_l, arm_l)
-        us = [o[0] for o in per_kernel]
-        dinvs = [o[2] for o in per_kernel]
-        z = spatial.mv(big_p, cor) + b + za_children
-        z_plus, nus = _innovation_level(levels.subspaces, slices, z, h_l, t_l, us, dinvs)
-        sent = (spatial.inertia_to_parent(r, p, p_plus), spatial.force_to_parent(r, p, z_plus))
-        return sent, ((), tuple(zip(nus, us, dinvs)))
-
-    zero = (jnp.zeros((6, 6), dtype), jnp.zeros(6, dtype))
-    _, per_kernel = gather(
-        topo, up, zero, (levels.rel_r, levels.rel_p, levels.inertia, coriolis, bias),
-        tuple(zip(hs, arm_blocks, t_blocks)),
-    )
-    nus, us, dinvs = _unzip(per_kernel, 3)
-    qdd = _accelerations(model, levels, coriolis, nus, us, dinvs, gravity_acceleration(m, dtype))
-    abi = ArticulatedLevels(None, None, us, None, dinvs)
-    return qdd, lambda x: _inverse_times_levels(model, levels, abi, x)
-
-
-def _inverse_times_levels(model: Model, levels: Levels, abi: ArticulatedLevels, x: jax.Array) -> jax.Array:
-    topo = model.topology
-    dtype = x.dtype
-    zero = jnp.zeros(topo.layout_shape + (6,), dtype)
-    return innovations_and_accelerations(
-        model, levels, abi, zero, zero, dofs_to_levels(topo, x, 0.0), jnp.zeros(6, dtype)
-    )
-
-
-def inverse_mass_matrix_times(model: Model, q, x) -> jax.Array:
-    """``𝓜⁻¹ x`` in O(N) by the innovations factorization (Jain Lemma 7.5), without 𝓜."""
-    q = check_vector(model, q, model.nq, "q")
-    x = check_vector(model, x, model.nv, "x", q.dtype)
-    levels = prepare(model, q)
-    abi = articulated_levels(model, levels)
-    return _inverse_times_levels(model, levels, abi, x)
-
-
-def body_frame_inverse_mass_matrix(model: Model, q: jax.Array) -> jax.Array:
-    """``𝓜⁻¹ = N* D N`` in body frames, ``N = D⁻¹ [I − HψK]`` the innovations of the unit
-    vectors (Lemma 7.5), swept together with columns shared between subtrees
-    (:mod:`sodyn.unit_columns`).  The inverse mass matrix takes this path below float64
-    (:mod:`sodyn.algorithms.world_articulated` explains why)."""
-    topo = model.topology
-    levels = prepare(model, q)
-    abi = articulated_levels(model, levels)
-
-    def step(z, x, xk, slices):
-        r, p = x
-        z_plus, outs = [], []
-        for s, sl, zk, ((h, u, d, dinv), unit) in zip(levels.subspaces, slices, split_slots(z, slices), xk):
-            sub = s.at_level(h, sl)
-            if sub.h is not None:
-                sub = sub._replace(h=sub.h[:, None])  # the slot's axis, broadcast over columns
-            nu = spatial.mv(dinv[:, None], unit - sub.transpose_times(zk))  # (Wk, C, nv_k)
-            z_plus.append(zk + spatial.mv(u[:, None], nu))
-            outs.append((nu, spatial.mv(d[:, None], nu)))
-        return spatial.force_to_parent(r[:, None], p[:, None], jnp.concatenate(z_plus, axis=0)), tuple(outs)
-
-    kernel_xs = tuple(zip(hinge_vectors_by_level(levels), abi.U, abi.D, abi.D_inv))
-    per_segment = gather_unit_columns(topo, step, 6, (levels.rel_r, levels.rel_p), kernel_xs, q.dtype)
-    minv = sum_of_column_products(
-        topo, [[o[0] for o in seg] for seg in per_segment], [[o[1] for o in seg] for seg in per_segment]
-    )
-    return 0.5 * (minv + minv.T)
-
-
-def log_det_mass_matrix(model: Model, q) -> jax.Array:
-    """``log det 𝓜 = Σ_k log det D(k)`` (Jain Lemma 7.3), O(N)."""
-    q = check_vector(model, q, model.nq, "q")
-    levels = prepare(model, q)
-    abi = articulated_levels(model, levels)
-    mask = jnp.asarray(model.topology.mask)
-    total = jnp.zeros((), q.dtype)
-    for s, d in zip(levels.subspaces, abi.D):
-        real = mask[:, s.start:s.stop, None, None]
-        d = jnp.where(real, d, jnp.eye(d.shape[-1], dtype=d.dtype))  # padding: log det I = 0
-        if d.shape[-1] == 1:
-            ld = jnp.log(d[..., 0, 0])
-        else:
-            chol = jnp.linalg.cholesky(0.5 * (d + spatial.transpose(d)))
-            ld = 2.0 * jnp.sum(jnp.log(jnp.diagonal(chol, axis1=-2, axis2=-1)), axis=-1)
-        total = total + jnp.sum(ld)
-    return total
-
-
 def articulated_body_inertias(model: Model, q) -> ArticulatedBodyInertias:
-    """The Riccati quantities ``P, P⁺, D, G, τ̄, ψ, K`` at ``q`` (Jain Alg. 7.1)."""
+    """The Riccati quantities ``P, P⁺, D, G, τ̄, ψ, K`` at ``q`` in body frames (Jain Alg. 7.1)."""
     q = check_vector(model, q, model.nq, "q")
-    topo = model.topology
+    topo: Topology = model.topology
     dtype = q.dtype
     levels = prepare(model, q)
-    abi = articulated_levels(model, levels)
+    ab = riccati(model, body_frames(model, levels), with_inertias=True)
     nv = topo.nv
-    # G = U D⁻¹ per kernel; rows per dof.
-    g_blocks = [jnp.swapaxes(spatial.mm(u, dinv), -1, -2) for u, dinv in zip(abi.U, abi.D_inv)]
-    g = dofs_from_levels(topo, g_blocks)  # (nv, 6)
+    g = dofs_from_levels(topo, [ric.G for ric in ab.kernels])  # (nv, 6): rows of G*
     d = jnp.zeros((nv, nv), dtype)
-    for db, vi in zip(abi.D, topo.v_index):
+    for ric, vi in zip(ab.kernels, topo.v_index):
         real = vi[..., 0] < nv
         idx = vi[real]  # (n_k, nv_k)
-        blocks = db[real]
-        d = d.at[idx[:, :, None], idx[:, None, :]].set(blocks)
-    h_blocks = [jnp.swapaxes(jnp.broadcast_to(s.matrix(), u.shape), -1, -2) for s, u in zip(levels.subspaces, abi.U)]
-    h_rows = dofs_from_levels(topo, h_blocks)  # (nv, 6)
+        d = d.at[idx[:, :, None], idx[:, None, :]].set(ric.D[real])
+    h_rows = dofs_from_levels(topo, [a.row_matrix(ric.G) for a, ric in zip(levels.axes, ab.kernels)])
     gh = jnp.zeros((topo.n_bodies, 6, 6), dtype).at[topo.dof_body].add(g[:, :, None] * h_rows[:, None, :])
     tau_bar = jnp.eye(6, dtype=dtype) - gh
     rel_r, rel_p = from_levels(topo, levels.rel_r), from_levels(topo, levels.rel_p)
     phi = spatial.transpose(spatial.motion_transform_matrix(rel_r, rel_p))
     psi = spatial.mm(phi, tau_bar)
     k = spatial.mv(phi[topo.dof_body], g)
-    return ArticulatedBodyInertias(
-        from_levels(topo, abi.P), from_levels(topo, abi.P_plus), d, g, tau_bar, psi, k
-    )
+    return ArticulatedBodyInertias(from_levels(topo, ab.P), from_levels(topo, ab.P_plus), d, g, tau_bar, psi, k)

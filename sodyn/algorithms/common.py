@@ -7,10 +7,13 @@ the parent's value run inside the level scans.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from sodyn import joints, spatial
 from sodyn.model import Model, hinge_coefficients
@@ -61,54 +64,92 @@ def check_f_ext(model: Model, f_ext, dtype) -> jax.Array | None:
     return f
 
 
-class Subspace(NamedTuple):
-    """Motion subspace ``H*`` of the joints of one kernel at every level.
+def _expand(a: jax.Array, n: int, at: int) -> jax.Array:
+    """``a`` with ``n`` axes of size one inserted before axis ``at``."""
+    return a.reshape(a.shape[:at] + (1,) * n + a.shape[at:]) if n > 0 else a
 
-    ``hinge`` kernels carry the 6-vector ``h`` per slot; the others a constant 6 × nv_k.
+
+@functools.partial(jax.tree_util.register_dataclass, data_fields=["h", "rows"], meta_fields=["kernel"])
+@dataclasses.dataclass(frozen=True)
+class JointAxes:
+    """The motion subspace ``H*`` of the joints in one kernel's slots, behind one interface.
+
+    Three forms, one per kind of subspace (Jain §3.2, §9.1):
+
+    * ``h`` ``(..., 6)``: one axis per slot (``H* = h``), the 1-dof joints in their body frames;
+    * ``rows`` ``(..., nv_k, 6)``: the rows of ``H`` per slot, any subspace in any frame (the
+      world axes of :mod:`sodyn.algorithms.articulated`);
+    * neither: the constant subspace of ``kernel`` (free, spherical, planar) in its body frame,
+      a selection of the spatial components (:data:`sodyn.joints.SUBSPACE_COMPONENTS`), applied
+      by indexing.
+
+    ``x`` and ``f`` may carry axes of their own (columns, tasks) between the slot axes they
+    share with the subspace and their last axis.
     """
 
     kernel: str
-    start: int
-    stop: int
-    h: jax.Array | None  # (1, Wk, 6) for hinges
-    const: jax.Array | None  # (6, nv_k) otherwise
+    h: jax.Array | None = None
+    rows: jax.Array | None = None
+
+    @property
+    def dofs(self) -> int:
+        if self.h is not None:
+            return 1
+        return self.rows.shape[-2] if self.rows is not None else len(joints.SUBSPACE_COMPONENTS[self.kernel])
+
+    def _h(self, ndim: int) -> jax.Array:
+        return _expand(self.h, ndim - self.h.ndim, self.h.ndim - 1)
+
+    def _rows(self, ndim: int) -> jax.Array:
+        return _expand(self.rows, ndim - self.rows.ndim + 1, self.rows.ndim - 2)
 
     def times(self, x: jax.Array) -> jax.Array:
-        """``H* x`` for ``x`` of shape ``(..., nv_k)`` → ``(..., 6)``."""
+        """``H* x``: joint rates ``(..., nv_k)`` → spatial motion ``(..., 6)``."""
         if self.h is not None:
-            return spatial.scale(x[..., 0], self.h)
-        return spatial.mv(self.const, x)
+            return spatial.scale(x[..., 0], self._h(x.ndim))
+        if self.rows is not None:
+            return spatial.mtv(self._rows(x.ndim), x)
+        comps = joints.SUBSPACE_COMPONENTS[self.kernel]
+        if comps == tuple(range(6)):
+            return x
+        parts = spatial.unstack(x, -1)
+        zero = jnp.zeros_like(parts[0])
+        return jnp.stack([parts[comps.index(i)] if i in comps else zero for i in range(6)], axis=-1)
 
     def transpose_times(self, f: jax.Array) -> jax.Array:
-        """``H f`` for ``f`` of shape ``(..., 6)`` → ``(..., nv_k)``."""
+        """``H f``: spatial force ``(..., 6)`` → joint forces ``(..., nv_k)``."""
         if self.h is not None:
-            return spatial.dot(self.h, f)[..., None]
-        return spatial.mtv(self.const, f)
+            return spatial.dot(self._h(f.ndim), f)[..., None]
+        if self.rows is not None:
+            return spatial.mv(self._rows(f.ndim), f)
+        return _select(f, joints.SUBSPACE_COMPONENTS[self.kernel], -1)
 
-    def transpose_times_cols(self, f: jax.Array) -> jax.Array:
-        """``H F`` for ``F`` of shape ``(..., 6, m)`` → ``(..., nv_k, m)``."""
+    def transpose_times_matrix(self, a: jax.Array) -> jax.Array:
+        """``H A`` for ``A`` ``(..., 6, m)`` → ``(..., nv_k, m)``; for a symmetric ``P`` the rows
+        of ``U* = H P``."""
         if self.h is not None:
-            return spatial.mtv(f, self.h)[..., None, :]
-        return spatial.mtm(self.const, f)
+            return spatial.mtv(a, self._h(a.ndim - 1))[..., None, :]
+        if self.rows is not None:
+            return spatial.mm(self._rows(a.ndim - 1), a)
+        return _select(a, joints.SUBSPACE_COMPONENTS[self.kernel], -2)
 
-    def right_times(self, p: jax.Array) -> jax.Array:
-        """``P H*`` for ``P`` of shape ``(..., 6, 6)`` → ``(..., 6, nv_k)``."""
+    def row_matrix(self, like: jax.Array) -> jax.Array:
+        """``H`` as rows ``(..., nv_k, 6)``, broadcast to the slots of ``like`` ``(..., nv_k, 6)``."""
         if self.h is not None:
-            return spatial.mv(p, self.h)[..., None]
-        return spatial.mm(p, self.const)
+            return self.h[..., None, :]
+        if self.rows is not None:
+            return self.rows
+        sel = np.eye(6)[list(joints.SUBSPACE_COMPONENTS[self.kernel])]
+        return jnp.broadcast_to(jnp.asarray(sel, like.dtype), like.shape[:-2] + sel.shape)
 
-    def matrix(self) -> jax.Array:
-        """``H*`` as ``(..., 6, nv_k)``."""
-        if self.h is not None:
-            return self.h[..., None]
-        return self.const
 
-    def at_level(self, h_level, slots: slice | None = None):
-        """The same subspace with ``h`` sliced to one level (used inside scans) and, with
-        ``slots``, its slot range replaced by the level's local one (see
-        :attr:`sodyn.topology.Segment.kernel_slices`)."""
-        sub = self if self.h is None else self._replace(h=h_level)
-        return sub if slots is None else sub._replace(start=slots.start, stop=slots.stop)
+def _select(x: jax.Array, comps: tuple[int, ...], axis: int) -> jax.Array:
+    """Components ``comps`` of ``x`` along ``axis`` (by one ``split``, whose transpose is one
+    ``concatenate``, not a zero-padded array per slice)."""
+    if comps == tuple(range(x.shape[axis])):
+        return x
+    parts = spatial.unstack(x, axis)
+    return jnp.stack([parts[i] for i in comps], axis=axis)
 
 
 class Levels(NamedTuple):
@@ -117,7 +158,7 @@ class Levels(NamedTuple):
     rel_r: jax.Array      # (1, W, 3, 3) pose of each body in its parent: x_p = R x + p
     rel_p: jax.Array      # (1, W, 3)
     inertia: jax.Array    # (1, W, 6, 6) spatial inertia about the body frame
-    subspaces: tuple[Subspace, ...]
+    axes: tuple[JointAxes, ...]  # per kernel, H* in the body frames
 
 
 def model_params(model: Model, dtype) -> Model:
@@ -137,15 +178,15 @@ def prepare(model: Model, q: jax.Array) -> Levels:
     trans_l = to_levels(topo, trans, jnp.zeros((), dtype))
     q_blocks = dofs_to_levels(topo, q, 1.0, which="q")
 
-    jr, jp, subspaces = [], [], []
+    jr, jp, axes = [], [], []
     for (kernel, s0, s1), qb in zip(topo.kernel_slots, q_blocks):
         if kernel == "hinge":
             a, r_, t_ = axis_l[:, s0:s1], rot_l[:, s0:s1], trans_l[:, s0:s1]
             r, p = joints.joint_transform(kernel, qb, a, r_, t_)
-            subspaces.append(Subspace(kernel, s0, s1, joints.hinge_vector(a, r_, t_), None))
+            axes.append(JointAxes(kernel, h=joints.hinge_vector(a, r_, t_)))
         else:
             r, p = joints.joint_transform(kernel, qb)
-            subspaces.append(Subspace(kernel, s0, s1, None, joints.motion_subspace(kernel, dtype)))
+            axes.append(JointAxes(kernel))
         jr.append(r)
         jp.append(p)
     jr = jnp.concatenate(jr, axis=1)
@@ -156,7 +197,7 @@ def prepare(model: Model, q: jax.Array) -> Levels:
 
     inertia = spatial.spatial_inertia(m.mass, m.com, m.inertia)
     inertia = to_levels(topo, inertia, jnp.eye(6, dtype=dtype))
-    return Levels(rel_r, rel_p, inertia, tuple(subspaces))
+    return Levels(rel_r, rel_p, inertia, tuple(axes))
 
 
 def restrict_levels(subtree: AncestorSubtree, levels: Levels) -> Levels:
@@ -165,35 +206,27 @@ def restrict_levels(subtree: AncestorSubtree, levels: Levels) -> Levels:
     if subtree.is_whole_tree:
         return levels
     dtype = levels.rel_p.dtype
-    subspaces = []
-    for k, (kernel, s0, s1) in enumerate(subtree.topo.kernel_slots):
-        full = levels.subspaces[subtree.full_kernel[k]]
-        h = None if full.h is None else restrict_kernel(subtree, k, full.h)
-        subspaces.append(Subspace(kernel, s0, s1, h, full.const))
+    axes = []
+    for k, (kernel, _, _) in enumerate(subtree.topo.kernel_slots):
+        full = levels.axes[subtree.full_kernel[k]]
+        axes.append(JointAxes(kernel, h=None if full.h is None else restrict_kernel(subtree, k, full.h)))
     return Levels(
         restrict_slots(subtree, levels.rel_r, jnp.eye(3, dtype=dtype)),
         restrict_slots(subtree, levels.rel_p),
         restrict_slots(subtree, levels.inertia, jnp.eye(6, dtype=dtype)),
-        tuple(subspaces),
+        tuple(axes),
     )
 
 
-def hinge_vectors_by_level(levels: Levels) -> tuple[jax.Array, ...]:
-    """Per kernel, the hinge vectors ``h``, as ``kernel_xs`` for the level scans (a
-    one-element placeholder for kernels with a constant subspace)."""
-    return tuple(s.h if s.h is not None else jnp.zeros((1,), levels.rel_p.dtype) for s in levels.subspaces)
-
-
-def joint_motion(levels: Levels, x_blocks: list[jax.Array]) -> jax.Array:
+def joint_motion(axes: tuple[JointAxes, ...], x_blocks: list[jax.Array]) -> jax.Array:
     """``H* x`` for every body, ``(1, W, 6)``, from per-kernel dof blocks ``x``."""
-    return jnp.concatenate([s.times(x) for s, x in zip(levels.subspaces, x_blocks)], axis=1)
+    return jnp.concatenate([a.times(x) for a, x in zip(axes, x_blocks)], axis=1)
 
 
-def joint_force(levels: Levels, f: jax.Array) -> list[jax.Array]:
+def joint_force(topo: Topology, axes: tuple[JointAxes, ...], f: jax.Array) -> list[jax.Array]:
     """``H f`` per kernel, from body forces ``f`` of shape ``(1, W, 6)``."""
-    subs = levels.subspaces
-    pieces = split_slots(f, [slice(s.start, s.stop) for s in subs], axis=1)
-    return [s.transpose_times(x) for s, x in zip(subs, pieces)]
+    pieces = split_slots(f, [slice(s0, s1) for _, s0, s1 in topo.kernel_slots], axis=1)
+    return [a.transpose_times(x) for a, x in zip(axes, pieces)]
 
 
 def gravity_acceleration(model: Model, dtype) -> jax.Array:

@@ -33,37 +33,38 @@ from sodyn.algorithms.common import (
 )
 from sodyn.algorithms.kinematics import child_motion
 from sodyn.model import Model
-from sodyn.topology import dofs_from_levels, dofs_to_levels, gather, scatter, to_levels
+from sodyn.sweeps import gather, in_slots, scatter
+from sodyn.topology import dofs_from_levels, dofs_to_levels, to_levels
 
 
 def local_forces_levels(levels, topo, v_blocks, a_blocks, root_acceleration: jax.Array) -> jax.Array:
     """Each body's own force ``M(k) α(k) + V(k) ×f M(k) V(k)`` (Jain eq. 5.23), by the
     scatter of ``V`` and ``α`` (:func:`~sodyn.algorithms.kinematics.velocities_and_accelerations_levels`),
     slot layout ``(1, W, 6)``; the world accelerates by ``root_acceleration``."""
-    vj = joint_motion(levels, v_blocks)
-    aj = joint_motion(levels, a_blocks)
+    vj = joint_motion(levels.axes, v_blocks)
+    aj = joint_motion(levels.axes, a_blocks)
     dtype = vj.dtype
 
-    def step(parent, x):
-        *motion, inertia = x
+    def step(parent, level):
+        *motion, inertia = level.x
         vel, acc, _ = child_motion(parent, *motion)
         own = spatial.mv(inertia, acc) + spatial.force_cross(vel, spatial.mv(inertia, vel))
-        return (vel, acc), own
+        return (vel, acc), tuple(level.per_kernel(own))
 
     root = (jnp.zeros(6, dtype), root_acceleration)
-    return scatter(topo, step, root, (levels.rel_r, levels.rel_p, vj, aj, levels.inertia))
+    return in_slots(scatter(topo, step, root, (levels.rel_r, levels.rel_p, vj, aj, levels.inertia)))
 
 
 def body_forces_levels(levels, topo, local_force: jax.Array) -> jax.Array:
     """Accumulate body forces tips to base: ``f(k) = local(k) + Σ_c φ(k, c) f(c)``."""
     dtype = local_force.dtype
 
-    def step(from_children, x):
-        r, p, fl = x
+    def step(from_children, level):
+        r, p, fl = level.x
         f = fl + from_children
-        return spatial.force_to_parent(r, p, f), f
+        return spatial.force_to_parent(r, p, f), tuple(level.per_kernel(f))
 
-    return gather(topo, step, jnp.zeros(6, dtype), (levels.rel_r, levels.rel_p, local_force))
+    return in_slots(gather(topo, step, jnp.zeros(6, dtype), (levels.rel_r, levels.rel_p, local_force)))
 
 
 def inverse_dynamics(model: Model, q, v, a, f_ext=None) -> jax.Array:
@@ -84,7 +85,7 @@ def inverse_dynamics(model: Model, q, v, a, f_ext=None) -> jax.Array:
     if f_ext is not None:
         local = local - to_levels(topo, f_ext, jnp.zeros(6, dtype))
     forces = body_forces_levels(levels, topo, local)
-    tau = dofs_from_levels(topo, joint_force(levels, forces))
+    tau = dofs_from_levels(topo, joint_force(topo, levels.axes, forces))
     return tau + m.damping * v + m.armature * a
 
 

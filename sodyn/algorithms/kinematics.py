@@ -30,7 +30,8 @@ from sodyn.algorithms.common import (
 )
 from sodyn.contraction import contract
 from sodyn.model import Model
-from sodyn.topology import dofs_from_levels, dofs_to_levels, from_levels, scatter
+from sodyn.sweeps import in_slots, scatter
+from sodyn.topology import dofs_from_levels, dofs_to_levels, from_levels
 
 Reference = Literal["local", "world_aligned"]
 
@@ -54,13 +55,13 @@ def world_poses_levels(levels: Levels, topo, unroll: int = 1) -> tuple[jax.Array
     levels per step of its scans."""
     dtype = levels.rel_p.dtype
 
-    def step(parent, x):
-        (pr, pp), (r, p) = parent, x
+    def step(parent, level):
+        (pr, pp), (r, p) = parent, level.x
         wr, wp = spatial.compose(pr, pp, r, p)
-        return (wr, wp), (wr, wp)
+        return (wr, wp), tuple(zip(level.per_kernel(wr), level.per_kernel(wp)))
 
     root = (jnp.eye(3, dtype=dtype), jnp.zeros(3, dtype))
-    return scatter(topo, step, root, (levels.rel_r, levels.rel_p), unroll=unroll)
+    return in_slots(scatter(topo, step, root, (levels.rel_r, levels.rel_p), unroll=unroll))
 
 
 def _centred_levels(levels: Levels, topo) -> Levels:
@@ -127,23 +128,23 @@ def world_kinematics_levels(levels: Levels, topo, v_blocks: list[jax.Array], unr
     levels = _centred_levels(levels, topo)
     if topo.width <= MASKED_VELOCITY_SLOTS:
         wr, wp = world_poses_levels(levels, topo, unroll)
-        axes = world_subspace_blocks(levels, wr, wp)
+        axes = world_subspace_blocks(topo, levels, wr, wp)
         joint = jnp.concatenate([spatial.mtv(a, x) for a, x in zip(axes, v_blocks)], axis=1)
         anc = jnp.asarray(_slot_ancestors(topo), joint.dtype)
         return WorldKinematics(wr, wp, axes, contract("...wu,...ui->...wi", anc, joint), joint)
 
-    def step(parent, x):
-        (pr, pp, pv), (r, p, joint_local) = parent, x
+    def step(parent, level):
+        (pr, pp, pv), (r, p, joint_local) = parent, level.x
         wr, wp = spatial.compose(pr, pp, r, p)
         joint = spatial.motion_to_parent(wr, wp, joint_local)
         vel = pv + joint
-        return (wr, wp, vel), (wr, wp, vel, joint)
+        return (wr, wp, vel), tuple(zip(*(level.per_kernel(y) for y in (wr, wp, vel, joint))))
 
     dtype = levels.rel_p.dtype
     root = (jnp.eye(3, dtype=dtype), jnp.zeros(3, dtype), jnp.zeros(6, dtype))
-    wr, wp, vel, joint = scatter(topo, step, root, (levels.rel_r, levels.rel_p, joint_motion(levels, v_blocks)),
-                                 unroll=unroll)
-    return WorldKinematics(wr, wp, world_subspace_blocks(levels, wr, wp), vel, joint)
+    xs = (levels.rel_r, levels.rel_p, joint_motion(levels.axes, v_blocks))
+    wr, wp, vel, joint = in_slots(scatter(topo, step, root, xs, unroll=unroll))
+    return WorldKinematics(wr, wp, world_subspace_blocks(topo, levels, wr, wp), vel, joint)
 
 
 def frame_poses(model: Model, body_r: jax.Array, body_p: jax.Array) -> Poses:
@@ -192,16 +193,16 @@ def velocities_and_accelerations_levels(
     levels: Levels, topo, v_blocks, a_blocks, root_acceleration: jax.Array
 ) -> tuple[jax.Array, jax.Array, jax.Array]:
     """Body velocities ``V``, accelerations ``α`` and Coriolis terms ``a`` by one scatter."""
-    vj = joint_motion(levels, v_blocks)
-    aj = joint_motion(levels, a_blocks) if a_blocks is not None else jnp.zeros_like(vj)
+    vj = joint_motion(levels.axes, v_blocks)
+    aj = joint_motion(levels.axes, a_blocks) if a_blocks is not None else jnp.zeros_like(vj)
     dtype = vj.dtype
 
-    def step(parent, x):
-        v, a, coriolis = child_motion(parent, *x)
-        return (v, a), (v, a, coriolis)
+    def step(parent, level):
+        v, a, coriolis = child_motion(parent, *level.x)
+        return (v, a), tuple(zip(*(level.per_kernel(y) for y in (v, a, coriolis))))
 
     root = (jnp.zeros(6, dtype), root_acceleration)
-    return scatter(topo, step, root, (levels.rel_r, levels.rel_p, vj, aj))
+    return in_slots(scatter(topo, step, root, (levels.rel_r, levels.rel_p, vj, aj)))
 
 
 def body_velocities(model: Model, q, v) -> jax.Array:
@@ -238,24 +239,20 @@ def _check_reference(reference: str) -> None:
         raise ValueError(f"reference must be 'local' or 'world_aligned', got {reference!r}")
 
 
-def world_subspace_blocks(levels: Levels, wr: jax.Array, wp: jax.Array) -> list[jax.Array]:
+def world_subspace_blocks(topo, levels: Levels, wr: jax.Array, wp: jax.Array) -> list[jax.Array]:
     """Per kernel, each dof's motion axis ``H*`` as a spatial vector at the world origin in
     world axes, ``(1, Wk, nv_k, 6)``: the rigid-body transformation ``φ*`` (Jain Ch. 1.4) carries
     each column from its body frame to the world origin."""
     cols = []
-    for s in levels.subspaces:
-        hs = s.matrix()  # (..., 6, nv_k)
-        hs = jnp.broadcast_to(hs, (1, s.stop - s.start) + hs.shape[-2:])
-        hs = jnp.swapaxes(hs, -1, -2)  # (1, Wk, nv_k, 6)
-        r = wr[:, s.start:s.stop, None]
-        p = wp[:, s.start:s.stop, None]
-        cols.append(spatial.motion_to_parent(r, p, hs))
+    for axes, (_, s0, s1) in zip(levels.axes, topo.kernel_slots):
+        rows = axes.row_matrix(jnp.zeros((1, s1 - s0, axes.dofs, 6), wp.dtype))  # (1, Wk, nv_k, 6)
+        cols.append(spatial.motion_to_parent(wr[:, s0:s1, None], wp[:, s0:s1, None], rows))
     return cols
 
 
 def world_subspace_columns(model: Model, levels: Levels, wr, wp) -> jax.Array:
     """Each dof's motion axis ``H*`` as a spatial vector at the world origin, ``(nv, 6)``."""
-    return dofs_from_levels(model.topology, world_subspace_blocks(levels, wr, wp))
+    return dofs_from_levels(model.topology, world_subspace_blocks(model.topology, levels, wr, wp))
 
 
 def frame_jacobian(model: Model, q, frame: str | int, reference: Reference = "local") -> jax.Array:

@@ -20,7 +20,7 @@ force columns ``R_w(k) H*_w(k)`` of its dofs: the composites never leave the swe
 inertias add by their ten parameters (mass, first moment ``m c``, rotational inertia about the
 point), so the gather carries those 13 numbers per body instead of the 6×6 matrix
 (:func:`world_inertia_parameters`, :func:`apply_inertia`).  The composites are sums of positive
-inertias, so unlike the articulated recursions (:mod:`sodyn.algorithms.world_articulated`) world
+inertias, so unlike the articulated recursions in world axes (:mod:`sodyn.algorithms.articulated`) world
 axes cost float32 no digits here.
 """
 
@@ -34,19 +34,21 @@ from sodyn.algorithms.common import Levels, check_vector, model_params, prepare
 from sodyn.algorithms.kinematics import centred_world_poses_levels, world_subspace_blocks
 from sodyn.contraction import contract
 from sodyn.model import Model
-from sodyn.topology import dofs_from_levels, from_levels, gather, split_slots, to_levels
+from sodyn.sweeps import gather, in_slots
+from sodyn.topology import dofs_from_levels, from_levels, to_levels
 
 
 def composite_levels(model: Model, levels: Levels) -> jax.Array:
     """Composite inertias ``R(k)`` about each body frame, slot layout ``(1, W, 6, 6)``."""
     dtype = levels.rel_p.dtype
 
-    def step(from_children, x):
-        r, p, inertia = x
+    def step(from_children, level):
+        r, p, inertia = level.x
         comp = inertia + from_children
-        return spatial.inertia_to_parent(r, p, comp), comp
+        return spatial.inertia_to_parent(r, p, comp), tuple(level.per_kernel(comp))
 
-    return gather(model.topology, step, jnp.zeros((6, 6), dtype), (levels.rel_r, levels.rel_p, levels.inertia))
+    return in_slots(gather(model.topology, step, jnp.zeros((6, 6), dtype),
+                           (levels.rel_r, levels.rel_p, levels.inertia)))
 
 
 def world_inertia(mass, com, rot_inertia, wr: jax.Array, wp: jax.Array) -> jax.Array:
@@ -67,16 +69,21 @@ def mass_parameter_levels(model: Model, dtype) -> tuple[jax.Array, jax.Array, ja
     )
 
 
+def inertia_parameters(mass, com, rot_inertia) -> tuple:
+    """A body's inertia about a point ``O`` as ``(m, h, J_O)`` (Jain eqs. 2.5–2.8), from its mass
+    ``m``, centre of mass ``c`` relative to ``O`` and rotational inertia ``J_c`` about it:
+    ``h = m c`` and ``J_O = J_c − m c̃ c̃``.  The spatial inertia is ``[[J_O, h̃], [−h̃, m I]]``,
+    linear in the three, so a sum of inertias about one point is the sum of their parameters."""
+    cx = spatial.skew(com)
+    return mass, mass[..., None] * com, rot_inertia - mass[..., None, None] * spatial.mm(cx, cx)
+
+
 def world_inertia_parameters(mass, com, rot_inertia, wr: jax.Array, wp: jax.Array) -> tuple:
-    """A body's inertia about the world origin in world axes as ``(m, h, J_O)`` (Jain eqs. 2.5–2.8):
-    mass ``m``, first moment ``h = m c_w`` with ``c_w = R c + p`` the world centre of mass, and
-    rotational inertia about the origin ``J_O = R J_c Rᵀ − m c̃_w c̃_w``.  The spatial inertia is
-    ``[[J_O, h̃], [−h̃, m I]]``, linear in the three, so a sum of inertias about the origin is the
-    sum of their parameters."""
+    """:func:`inertia_parameters` about the world origin in world axes, for a body at pose
+    ``(R, p)``: centre of mass ``R c + p``, rotational inertia ``R J_c Rᵀ``."""
     com_world = spatial.mv(wr, com) + wp
     rot_inertia_world = spatial.mm(wr, spatial.mm(rot_inertia, spatial.transpose(wr)))
-    cx = spatial.skew(com_world)
-    return mass, mass[..., None] * com_world, rot_inertia_world - mass[..., None, None] * spatial.mm(cx, cx)
+    return inertia_parameters(mass, com_world, rot_inertia_world)
 
 
 def apply_inertia(mass, first_moment, rot_inertia_origin, motion: jax.Array) -> jax.Array:
@@ -99,16 +106,15 @@ def world_force_columns(model: Model, wr: jax.Array, wp: jax.Array, axes: list[j
     topo = model.topology
     dtype = wp.dtype
 
-    def step(from_children, x, axes_l, slices):
-        comp = tuple(own + sent for own, sent in zip(world_inertia_parameters(*x), from_children))
-        per_kernel = zip(*(split_slots(c, slices) for c in comp))
+    def step(from_children, level):
+        comp = tuple(own + sent for own, sent in zip(world_inertia_parameters(*level.x), from_children))
+        per_kernel = zip(*(level.per_kernel(c) for c in comp))
         columns = tuple(apply_inertia(m[:, None], h[:, None], j[:, None], ax)
-                        for (m, h, j), ax in zip(per_kernel, axes_l))
-        return comp, ((), columns)
+                        for (m, h, j), ax in zip(per_kernel, level.kernels))
+        return comp, columns
 
     zero = (jnp.zeros((), dtype), jnp.zeros(3, dtype), jnp.zeros((3, 3), dtype))
-    _, columns = gather(topo, step, zero, mass_parameter_levels(model, dtype) + (wr, wp), tuple(axes))
-    return list(columns)
+    return list(gather(topo, step, zero, mass_parameter_levels(model, dtype) + (wr, wp), tuple(axes)))
 
 
 def mass_matrix(model: Model, q) -> jax.Array:
@@ -117,7 +123,7 @@ def mass_matrix(model: Model, q) -> jax.Array:
     topo = model.topology
     levels = prepare(model, q)
     wr, wp = centred_world_poses_levels(levels, topo)
-    axes_blocks = world_subspace_blocks(levels, wr, wp)
+    axes_blocks = world_subspace_blocks(model.topology, levels, wr, wp)
     axes = dofs_from_levels(topo, axes_blocks)  # (nv, 6): H*_w per dof
     f = dofs_from_levels(topo, world_force_columns(model, wr, wp, axes_blocks))  # R_w(k) H*_w(k) per dof
     outer = contract("...ij,...kj->...ik", axes, f)  # H*_w(i)ᵀ R_w(k) H*_w(k)

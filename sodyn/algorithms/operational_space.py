@@ -63,16 +63,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from sodyn import spatial
-from sodyn.algorithms.articulated import ArticulatedLevels, articulated_levels, restrict_articulated
-from sodyn.algorithms.common import (
-    Levels,
-    check_vector,
-    hinge_vectors_by_level,
-    model_params,
-    prepare,
-    restrict_levels,
-)
+from sodyn.algorithms.articulated import ArticulatedBodies, RiccatiKernel, body_frames, riccati
+from sodyn.algorithms.common import Levels, check_vector, model_params, prepare, restrict_levels
+from sodyn.contraction import contract
 from sodyn.model import Model
+from sodyn.sweeps import gather, in_slots, scatter
 from sodyn.topology import (
     AncestorSubtree,
     Topology,
@@ -80,8 +75,8 @@ from sodyn.topology import (
     dofs_from_levels,
     extend_dofs,
     extend_slots,
-    gather,
-    scatter,
+    restrict_kernel,
+    restrict_slots,
 )
 
 _REFERENCES = ("local", "world_aligned")
@@ -219,26 +214,16 @@ def _expand(x: jax.Array, n: int) -> jax.Array:
     return x.reshape(x.shape[:1] + (1,) * n + x.shape[1:])
 
 
-def _h_times_force(sub, h_level, f: jax.Array) -> jax.Array:
-    """``H f`` for forces ``f`` of shape ``(Wk, ..., 6)`` → ``(Wk, ..., nv_k)``."""
-    if sub.h is not None:
-        h = _expand(h_level, f.ndim - 2)
-        return spatial.dot(h, f)[..., None]
-    return spatial.mtv(sub.const, f)
-
-
-def _h_star_times(sub, h_level, x: jax.Array) -> jax.Array:
-    """``H* x`` for ``x`` of shape ``(Wk, ..., nv_k)`` → ``(Wk, ..., 6)``."""
-    if sub.h is not None:
-        return _expand(h_level, x.ndim - 2) * x
-    return spatial.mv(sub.const, x)
-
-
-def _h_star_matrix(sub, h_level, wk: int, dtype) -> jax.Array:
-    """``H*`` as ``(Wk, 6, nv_k)``."""
-    if sub.h is not None:
-        return h_level[..., None]
-    return jnp.broadcast_to(sub.const.astype(dtype), (wk,) + sub.const.shape)
+def restrict_articulated(subtree: AncestorSubtree, ab: ArticulatedBodies) -> ArticulatedBodies:
+    """The Riccati quantities of the bodies of ``subtree``, in its slot layout.  They are
+    those of the whole tree (each depends on the body's descendants), only read on fewer
+    bodies."""
+    if subtree.is_whole_tree:
+        return ab
+    kernels = tuple(RiccatiKernel(*(restrict_kernel(subtree, k, x) for x in ab.kernels[f]))
+                    for k, f in enumerate(subtree.full_kernel))
+    slots = [None if x is None else restrict_slots(subtree, x) for x in (ab.P, ab.P_plus)]
+    return ArticulatedBodies(kernels, *slots)
 
 
 # ---------------------------------------------------------------------------
@@ -255,7 +240,7 @@ class TaskSweeps(NamedTuple):
     """
 
     levels: Levels
-    abi: ArticulatedLevels
+    abi: ArticulatedBodies
     subtree: AncestorSubtree
     sub_levels: Levels          # levels restricted to the subtree
     upsilon: jax.Array          # (1, W', 6, 6) Υ(k), body frame
@@ -265,7 +250,7 @@ class TaskSweeps(NamedTuple):
     task_rotation: jax.Array    # (T, 3, 3) world rotation of each task frame
 
 
-def compliance_kernel(topo: Topology, levels: Levels, abi: ArticulatedLevels) -> tuple[jax.Array, jax.Array]:
+def compliance_kernel(topo: Topology, levels: Levels, abi: ArticulatedBodies) -> tuple[jax.Array, jax.Array]:
     """The Υ scatter (Jain eq. 10.16 in the form of Alg. 10.3) and body world rotations, on
     the tree ``topo`` (a whole model's, or an :class:`~sodyn.topology.AncestorSubtree`'s with
     ``levels`` and ``abi`` restricted to it).
@@ -273,30 +258,24 @@ def compliance_kernel(topo: Topology, levels: Levels, abi: ArticulatedLevels) ->
     Returns ``Υ`` ``(1, W, 6, 6)`` about each body frame and the world rotations ``(1, W, 3, 3)``.
     """
     dtype = levels.rel_p.dtype
-    hs = hinge_vectors_by_level(levels)
 
-    def step(parent, x, xk, slices):
+    def step(parent, level):
         ups_p, rw_p = parent
-        r, p = x
+        r, p = level.x
         ups_plus = spatial.compliance_to_child(r, p, ups_p)  # φ*(℘(k), k) Υ φ(℘(k), k)
         out = []
-        for s, sl, (h, u, dinv) in zip(levels.subspaces, slices, xk):
-            wk = sl.stop - sl.start
-            up = ups_plus[sl]
-            g = spatial.mm(u, dinv)  # G = P H* D⁻¹, (Wk, 6, nv_k)
-            z = spatial.mm(up, g)
-            ell = dinv + spatial.mtm(g, z)
-            hm = _h_star_matrix(s, h, wk, dtype)
-            ups = up + spatial.mm(hm, spatial.mm(ell, spatial.transpose(hm)) - spatial.transpose(z))
-            ups = ups - spatial.mm(z, spatial.transpose(hm))
+        for up, axes, ric in zip(level.per_kernel(ups_plus), *zip(*level.kernels)):
+            z = contract("...ij,...kj->...ik", up, ric.G)  # Υ⁺ G, (Wk, 6, nv_k)
+            ell = ric.D_inv + spatial.mm(ric.G, z)
+            h = axes.row_matrix(ric.G)  # H, (Wk, nv_k, 6)
+            ups = up + spatial.mtm(h, spatial.mm(ell, h) - spatial.transpose(z)) - spatial.mm(z, h)
             out.append(0.5 * (ups + spatial.transpose(ups)))
         ups = jnp.concatenate(out, axis=0)
         rw = spatial.mm(rw_p, r)
-        return (ups, rw), ((ups, rw), ())
+        return (ups, rw), tuple(zip(out, level.per_kernel(rw)))
 
     root = (jnp.zeros((6, 6), dtype), jnp.eye(3, dtype=dtype))
-    out, _ = scatter(topo, step, root, (levels.rel_r, levels.rel_p), tuple(zip(hs, abi.U, abi.D_inv)))
-    return out
+    return in_slots(scatter(topo, step, root, (levels.rel_r, levels.rel_p), tuple(zip(levels.axes, abi.kernels))))
 
 
 def _frame_rows(model: Model, tasks: Sequence[ResolvedTask], dtype) -> jax.Array:
@@ -347,7 +326,7 @@ def task_sweeps(
     topo = model.topology
     dtype = q.dtype
     levels = prepare(model, q)
-    abi = articulated_levels(model, levels)
+    abi = riccati(model, body_frames(model, levels))
     bodies = sorted({t.body for t in tasks})
     subtree = ancestor_subtree(topo, tuple(bodies))
     sub_levels, sub_abi = restrict_levels(subtree, levels), restrict_articulated(subtree, abi)
@@ -358,31 +337,30 @@ def task_sweeps(
     task_rot = spatial.mm(rw_body, m.frame_rotation[fids])
     if not (with_psi or with_jacobian):
         return TaskSweeps(levels, abi, subtree, sub_levels, upsilon, rw, None, None, task_rot)
-    hs = hinge_vectors_by_level(sub_levels)
     seeds = _task_seeds(model, subtree, tasks, dtype)
     n_t = len(tasks)
 
-    def up(from_children, x, xk, slices):
+    def up(from_children, level):
         psi_c, phi_c = from_children if with_jacobian else (from_children, None)
-        r, p, seed = x
+        r, p, seed = level.x
         psi = seed + psi_c  # rows: each row a body-frame force
         tb = []
-        for s, sl, (h, u, dinv) in zip(sub_levels.subspaces, slices, xk):
-            f = psi[sl]
-            nu = spatial.mv(_expand(dinv, 2), _h_times_force(s, h, f))
-            tb.append(f - spatial.mv(_expand(u, 2), nu))  # τ̄ f = f − G H f
+        for f, axes, ric in zip(level.per_kernel(psi), *zip(*level.kernels)):
+            nu = spatial.mv(_expand(ric.D_inv, 2), axes.transpose_times(f))
+            tb.append(f - spatial.mtv(_expand(ric.U, 2), nu))  # τ̄ f = f − G H f
         tb = jnp.concatenate(tb, axis=0)
         rr, pp = r[:, None, None], p[:, None, None]
         if not with_jacobian:
-            return spatial.force_to_parent(rr, pp, tb), (psi, ())
+            return spatial.force_to_parent(rr, pp, tb), tuple(level.per_kernel(psi))
         phi = seed + phi_c
-        return (spatial.force_to_parent(rr, pp, tb), spatial.force_to_parent(rr, pp, phi)), ((psi, phi), ())
+        sent = (spatial.force_to_parent(rr, pp, tb), spatial.force_to_parent(rr, pp, phi))
+        return sent, tuple(zip(level.per_kernel(psi), level.per_kernel(phi)))
 
     zero = jnp.zeros((n_t, 6, 6), dtype)
-    rows, _ = gather(
+    rows = in_slots(gather(
         subtree.topo, up, (zero, zero) if with_jacobian else zero, (sub_levels.rel_r, sub_levels.rel_p, seeds),
-        tuple(zip(hs, sub_abi.U, sub_abi.D_inv)),
-    )
+        tuple(zip(sub_levels.axes, sub_abi.kernels)),
+    ))
     psi_rows, phi_rows = rows if with_jacobian else (rows, None)
     return TaskSweeps(levels, abi, subtree, sub_levels, upsilon, rw, psi_rows, phi_rows, task_rot)
 
@@ -442,25 +420,23 @@ def _minv_jt_from_sweeps(model: Model, tasks, sw: TaskSweeps) -> jax.Array:
     levels, abi = sw.levels, sw.abi
     dtype = sw.upsilon.dtype
     n_t = len(tasks)
-    hs = hinge_vectors_by_level(levels)
 
-    def down(parent_acc, x, xk, slices):
-        r, p, psi = x
+    def down(parent_acc, level):
+        r, p, psi = level.x
         a_plus = spatial.motion_to_child(r[:, None, None], p[:, None, None], parent_acc)  # (W, T, 6, 6)
         qdd, motion = [], []
-        for s, sl, (h, u, dinv) in zip(levels.subspaces, slices, xk):
-            hf = _h_times_force(s, h, psi[sl]) - spatial.mtv(_expand(u, 2), a_plus[sl])
-            qk = spatial.mv(_expand(dinv, 2), hf)  # (Wk, T, 6, nv_k)
+        pieces = zip(level.per_kernel(psi), level.per_kernel(a_plus), *zip(*level.kernels))
+        for f, ak, axes, ric in pieces:
+            hf = axes.transpose_times(f) - spatial.mv(_expand(ric.U, 2), ak)
+            qk = spatial.mv(_expand(ric.D_inv, 2), hf)  # (Wk, T, 6, nv_k)
             qdd.append(qk)
-            motion.append(_h_star_times(s, h, qk))
+            motion.append(axes.times(qk))
         acc = a_plus + jnp.concatenate(motion, axis=0)
-        return acc, ((), tuple(qdd))
+        return acc, tuple(qdd)
 
     root = jnp.zeros((n_t, 6, 6), dtype)
     psi_rows = extend_slots(sw.subtree, sw.psi_rows)  # zero off the task bodies' ancestors
-    _, qdd = scatter(
-        topo, down, root, (levels.rel_r, levels.rel_p, psi_rows), tuple(zip(hs, abi.U, abi.D_inv))
-    )
+    qdd = scatter(topo, down, root, (levels.rel_r, levels.rel_p, psi_rows), tuple(zip(levels.axes, abi.kernels)))
     # per kernel (1, Wk, T, 6, nv_k) → (1, Wk, nv_k, T, 6)
     blocks = [jnp.moveaxis(b, -1, 2) for b in qdd]
     x = dofs_from_levels(topo, blocks)  # (nv, T, 6)
@@ -472,12 +448,8 @@ def _jacobian_from_sweeps(model: Model, tasks, sw: TaskSweeps) -> jax.Array:
     """``J = B* φ* H*`` ``(m, nv)`` from the Φ gather: the columns of body ``k`` are ``H Φ_t(k)``
     (zero for the bodies that are no task body's ancestor)."""
     blocks = []
-    for s, h in zip(sw.sub_levels.subspaces, hinge_vectors_by_level(sw.sub_levels)):
-        f = sw.phi_rows[:, s.start:s.stop]  # (1, Wk, T, 6, 6)
-        if s.h is not None:
-            hf = jnp.sum(h[:, :, None, None, :] * f, axis=-1, keepdims=True)
-        else:
-            hf = spatial.mtv(s.const, f)
+    for axes, (_, s0, s1) in zip(sw.sub_levels.axes, sw.subtree.topo.kernel_slots):
+        hf = axes.transpose_times(sw.phi_rows[:, s0:s1])  # (1, Wk, T, 6, nv_k)
         blocks.append(jnp.moveaxis(hf, -1, 2))  # (1, Wk, nv_k, T, 6)
     x = extend_dofs(sw.subtree, dofs_from_levels(sw.subtree.topo, blocks))  # (nv, T, 6)
     return _to_task_rows(tasks, sw.task_rotation, jnp.moveaxis(x, 0, -1))
@@ -679,17 +651,14 @@ def _log_det_gradient_closed_form(model: Model, q: jax.Array) -> jax.Array:
     topo = model.topology
     dtype = q.dtype
     levels = prepare(model, q)
-    abi = articulated_levels(model, levels)
+    abi = riccati(model, body_frames(model, levels), with_inertias=True)
     upsilon, _ = compliance_kernel(topo, levels, abi)
     py = spatial.mm(abi.P, upsilon)  # (1, W, 6, 6)
     blocks = []
-    for s in levels.subspaces:
-        wk = s.stop - s.start
-        hm = s.h[..., None] if s.h is not None else jnp.broadcast_to(
-            s.const.astype(dtype), (1, wk) + s.const.shape)
-        cols = jnp.swapaxes(hm, -1, -2)  # (1, Wk, nv_k, 6)
+    for axes, (_, s0, s1) in zip(levels.axes, topo.kernel_slots):
+        cols = axes.row_matrix(jnp.zeros((1, s1 - s0, axes.dofs, 6), dtype))  # (1, Wk, nv_k, 6)
         crm = _motion_cross_matrix(cols)  # (1, Wk, nv_k, 6, 6)
         # tr(PΥ crf(h)) with crf(h) = −crm(h)*: tr(A crf) = −Σ A ∘ crm
-        g = -2.0 * jnp.sum(py[:, s.start:s.stop, None] * crm, axis=(-1, -2))
+        g = -2.0 * jnp.sum(py[:, s0:s1, None] * crm, axis=(-1, -2))
         blocks.append(g)
     return dofs_from_levels(topo, blocks)
