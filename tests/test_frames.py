@@ -1,5 +1,5 @@
-"""Forward dynamics, 𝓜⁻¹ and 𝓜⁻¹ x in either convention (world axes, the default, or body
-frames): the two agree, the choice is an explicit argument, and neither depends on where a
+"""Forward dynamics, 𝓜⁻¹ and 𝓜⁻¹ x in either convention (body frames, the default, or world
+axes): the two agree, the choice is an explicit argument, and neither depends on where a
 floating base stands."""
 
 import jax
@@ -27,14 +27,14 @@ def _state(model, seed):
 
 
 def test_convention_is_an_explicit_argument():
-    """Both dtypes take the documented default (world axes) unless told otherwise, and an unknown
+    """Both dtypes take the documented default (body frames) unless told otherwise, and an unknown
     convention is an error naming the argument."""
     model = sd.models.double_pendulum()
     q, v, tau = np.array([0.3, -0.2]), np.array([0.1, 0.4]), np.array([0.5, -1.0])
     for dtype in (jnp.float64, jnp.float32):
         args = [jnp.asarray(x, dtype) for x in (q, v, tau)]
         default = sd.forward_dynamics(model, *args)
-        np.testing.assert_array_equal(default, sd.forward_dynamics(model, *args, convention="world"))
+        np.testing.assert_array_equal(default, sd.forward_dynamics(model, *args, convention="local"))
         assert default.dtype == dtype
     for fn in (lambda c: sd.forward_dynamics(model, q, v, tau, convention=c),
                lambda c: sd.inverse_mass_matrix(model, q, convention=c),
@@ -55,9 +55,10 @@ def test_world_and_body_frame_recursions_agree_in_float64(spec):
 
     @jax.jit
     def both(q, v, tau, f_ext):
-        return (sd.forward_dynamics(model, q, v, tau, f_ext),
+        return (sd.forward_dynamics(model, q, v, tau, f_ext, convention="world"),
                 sd.forward_dynamics(model, q, v, tau, f_ext, convention="local"),
-                sd.inverse_mass_matrix(model, q), sd.inverse_mass_matrix(model, q, convention="local"),
+                sd.inverse_mass_matrix(model, q, convention="world"),
+                sd.inverse_mass_matrix(model, q, convention="local"),
                 sd.inverse_mass_matrix_times(model, q, tau, convention="local"))
 
     world_qdd, body_qdd, world_minv, body_minv, body_minv_tau = both(q, v, tau, f_ext)
@@ -71,10 +72,12 @@ def test_results_do_not_depend_on_where_the_floating_base_stands():
     model = random_tree(**TREES[0])
     q, v, tau, f_ext = _state(model, 5)
     far = q.at[:3].add(jnp.array([1e3, -2e3, 5e2]))  # free joint: q = [p_world, quat, ...]
-    fd = jax.jit(lambda q: (sd.forward_dynamics(model, q, v, tau), sd.inverse_mass_matrix(model, q)))
-    (a, minv), (a_far, minv_far) = fd(q), fd(far)
-    np.testing.assert_allclose(a_far, a, rtol=1e-12, atol=1e-12 * float(jnp.max(jnp.abs(a))))
-    np.testing.assert_allclose(minv_far, minv, rtol=1e-12, atol=1e-12 * float(jnp.max(jnp.abs(minv))))
+    for convention in ("world", "local"):
+        fd = jax.jit(lambda q, c=convention: (sd.forward_dynamics(model, q, v, tau, convention=c),
+                                              sd.inverse_mass_matrix(model, q, convention=c)))
+        (a, minv), (a_far, minv_far) = fd(q), fd(far)
+        np.testing.assert_allclose(a_far, a, rtol=1e-12, atol=1e-12 * float(jnp.max(jnp.abs(a))))
+        np.testing.assert_allclose(minv_far, minv, rtol=1e-12, atol=1e-12 * float(jnp.max(jnp.abs(minv))))
     # float32 far from the origin keeps float32's accuracy
     m32 = model.astype(jnp.float32)
     # jitted: run eagerly, every operation would compile on its own (6× the time)

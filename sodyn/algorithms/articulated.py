@@ -20,16 +20,17 @@ and ``T = x`` the innovations and accelerations give ``𝓜⁻¹ x = [I − HψK
 
 **Conventions** (the ``convention`` argument, as Pinocchio's ``Convention``):
 
-* ``"world"`` (default): every spatial quantity in world axes about one point fixed in space,
-  the first body's origin (:func:`~sodyn.algorithms.kinematics.centred_world_poses_levels`).
-  There every ``φ(℘(k), k)`` is the identity: the gathers add what the children send and the
-  scatter passes the parent's value on, with no 6 × 6 congruence per level; the joint axes
-  ``H*_w``, the inertias ``M_w`` (Jain eqs. 2.6–2.8, entering the sweep as their ten
-  parameters), velocities and bias terms are formed for all bodies outside it.  Fastest.
-* ``"local"``: each body's quantities in its own frame, with the ``φ`` of each level.  About
-  one point, a light body far from it carries inertia terms of order ``m |r|²`` that cancel in
-  its ``D``; in float32 a humanoid's gripper links a metre from the base lose two to three
-  digits of ``𝓜⁻¹`` in world axes, which body frames keep.
+* ``"local"`` (default): each body's quantities in its own frame, with the ``φ`` of each level.
+  Accurate in every precision.
+* ``"world"``: every spatial quantity in world axes about one point fixed in space, the first
+  body's origin (:func:`~sodyn.algorithms.kinematics.centred_world_poses_levels`).  There every
+  ``φ(℘(k), k)`` is the identity: the gathers add what the children send and the scatter
+  passes the parent's value on, with no 6 × 6 congruence per level; the joint axes ``H*_w``,
+  the inertias ``M_w`` (Jain eqs. 2.6–2.8, entering the sweep as their ten parameters),
+  velocities and bias terms are formed for all bodies outside it, after one more sweep for the
+  world poses.  It can be faster in float64.  About one point, a light body far from it carries
+  inertia terms of order ``m |r|²`` that cancel in its ``D``: in float32, a humanoid's gripper
+  links a metre from the base lose two to three digits of ``𝓜⁻¹``, which body frames keep.
 """
 
 from __future__ import annotations
@@ -224,6 +225,12 @@ def riccati(model: Model, frames: Frames, with_inertias: bool = False) -> Articu
     return ArticulatedBodies(kernels, big_p, p_plus)
 
 
+def _only(ab: ArticulatedBodies, *fields: str) -> tuple[RiccatiKernel, ...]:
+    """The Riccati quantities a sweep reads (the others ``None``, so they are not scan inputs)."""
+    return tuple(RiccatiKernel(*(getattr(r, f) if f in fields else None for f in RiccatiKernel._fields))
+                 for r in ab.kernels)
+
+
 def innovations(model: Model, frames: Frames, ab: ArticulatedBodies, t_blocks, z_local=None) -> list[jax.Array]:
     """The innovations gather (Jain Alg. 7.2): per kernel ``ν = D⁻¹ ε`` ``(1, W_k, nv_k)``, for
     joint forces ``t_blocks`` and body terms ``z_local = P a + b − f_ext`` (zero if ``None``)."""
@@ -239,7 +246,7 @@ def innovations(model: Model, frames: Frames, ab: ArticulatedBodies, t_blocks, z
             nus.append(nu)
         return _force_to_parent(pose, jnp.concatenate(z_plus, axis=0)), tuple(nus)
 
-    kernel_xs = tuple(zip(frames.axes, ab.kernels, t_blocks))
+    kernel_xs = tuple(zip(frames.axes, _only(ab, "U", "D_inv"), t_blocks))
     return list(gather(model.topology, step, jnp.zeros(6, dtype), (frames.pose, z_local), kernel_xs))
 
 
@@ -259,7 +266,7 @@ def accelerations(model: Model, frames: Frames, ab: ArticulatedBodies, nus, root
         acc = a_plus + jnp.concatenate(motion, axis=0)
         return (acc if cor is None else acc + cor), tuple(qdd)
 
-    kernel_xs = tuple(zip(frames.axes, ab.kernels, nus))
+    kernel_xs = tuple(zip(frames.axes, _only(ab, "G"), nus))
     qdd = scatter(model.topology, step, root_acceleration, (frames.pose, coriolis), kernel_xs, unroll=unroll)
     return dofs_from_levels(model.topology, list(qdd))
 
@@ -275,14 +282,14 @@ def inverse_times(model: Model, frames: Frames, ab: ArticulatedBodies, x: jax.Ar
 # ---------------------------------------------------------------------------
 
 
-def forward_dynamics(model: Model, q, v, tau, f_ext=None, *, convention: Convention = "world") -> jax.Array:
+def forward_dynamics(model: Model, q, v, tau, f_ext=None, *, convention: Convention = "local") -> jax.Array:
     """Joint accelerations ``θ̈`` by the O(N) articulated-body algorithm (Jain Lemma 7.6).
 
     Gravity, external forces ``f_ext`` ``(n_bodies, 6)`` (body frame), joint damping
     (``τ − damping ⊙ v``) and armature (added to ``D``) are included, consistently with
     :func:`sodyn.inverse_dynamics`.  The Riccati and innovations recursions run fused in one
     gather (Alg. 7.1 and 7.2 share their tip-to-base sweep), then one scatter.  ``convention``
-    picks the frames (module docstring): ``"world"`` (default) or ``"local"``.
+    picks the frames (module docstring): ``"local"`` (default) or ``"world"``.
 
     Derivatives (forward and reverse mode, with respect to the model's parameters too) come
     from the implicit function theorem on ``ID(q, v, θ̈) = τ`` rather than from
@@ -337,26 +344,26 @@ def _forward_terms(model: Model, q, v, f_ext, convention: str, unroll: int):
     return frames, coriolis, bias if f_local is None else bias - f_local
 
 
-def _articulated_forward(model: Model, q, v, tau, f_ext, convention: str):
-    """The fused ABA; returns ``θ̈``, the frames and the Riccati quantities (for ``𝓜⁻¹ x``)."""
-    dtype = q.dtype
-    m = model_params(model, dtype)
-    unroll = FORWARD_UNROLL if convention == "world" else 1
-    frames, coriolis, bias = _forward_terms(model, q, v, f_ext, convention, unroll)
-    t_blocks = dofs_to_levels(model.topology, tau - m.damping * v, 0.0)
+def riccati_and_innovations(model: Model, frames: Frames, t_blocks, coriolis=None, bias=None,
+                             unroll: int = 1) -> tuple[list[jax.Array], ArticulatedBodies]:
+    """The Riccati and innovations recursions fused in one gather (Jain Alg. 7.1 and 7.2 share
+    their tip-to-base sweep), with ``z(k) = P(k) a(k) + b(k) + Σ_c φ(k, c) z⁺(c)`` for the
+    velocity terms ``a = coriolis`` and bias forces ``b = bias`` (each zero if ``None``).
+    Returns per kernel ``ν`` and the Riccati quantities (without ``D``)."""
+    dtype = frames.inertia[0].dtype
 
     def step(from_children, level):
         pose, inertia, cor, b = level.x
-        p_children, z_children = from_children
+        p_children, z = from_children
         big_p = spatial.inertia_from_parameters(*inertia) + p_children
-        z = spatial.mv(big_p, cor) + b + z_children
+        z = z if cor is None else z + spatial.mv(big_p, cor) + b
         p_plus, z_plus, outs = [], [], []
         for pk, zk, axes, arm, t in zip(level.per_kernel(big_p), level.per_kernel(z), *zip(*level.kernels)):
             pp, ric = riccati_kernel(pk, axes, arm)
             zp, nu = innovation_kernel(zk, axes, ric, t)
             p_plus.append(pp)
             z_plus.append(zp)
-            outs.append((nu, ric))
+            outs.append((nu, ric._replace(D=None)))  # D: not needed for 𝓜⁻¹ x
         sent = (_inertia_to_parent(pose, jnp.concatenate(p_plus, axis=0)),
                 _force_to_parent(pose, jnp.concatenate(z_plus, axis=0)))
         return sent, tuple(outs)
@@ -365,8 +372,18 @@ def _articulated_forward(model: Model, q, v, tau, f_ext, convention: str):
     kernel_xs = tuple(zip(frames.axes, _armature_blocks(model, dtype), t_blocks))
     outs = gather(model.topology, step, zero, (frames.pose, frames.inertia, coriolis, bias), kernel_xs,
                   unroll=unroll)
-    ab = ArticulatedBodies(tuple(o[1] for o in outs))
-    qdd = accelerations(model, frames, ab, [o[0] for o in outs], gravity_acceleration(m, dtype), coriolis, unroll)
+    return [o[0] for o in outs], ArticulatedBodies(tuple(o[1] for o in outs))
+
+
+def _articulated_forward(model: Model, q, v, tau, f_ext, convention: str):
+    """The fused ABA; returns ``θ̈``, the frames and the Riccati quantities (for ``𝓜⁻¹ x``)."""
+    dtype = q.dtype
+    m = model_params(model, dtype)
+    unroll = FORWARD_UNROLL if convention == "world" else 1
+    frames, coriolis, bias = _forward_terms(model, q, v, f_ext, convention, unroll)
+    t_blocks = dofs_to_levels(model.topology, tau - m.damping * v, 0.0)
+    nus, ab = riccati_and_innovations(model, frames, t_blocks, coriolis, bias, unroll)
+    qdd = accelerations(model, frames, ab, nus, gravity_acceleration(m, dtype), coriolis, unroll)
     return qdd, frames, ab
 
 
@@ -375,15 +392,16 @@ def _articulated_forward(model: Model, q, v, tau, f_ext, convention: str):
 # ---------------------------------------------------------------------------
 
 
-def inverse_mass_matrix_times(model: Model, q, x, *, convention: Convention = "world") -> jax.Array:
+def inverse_mass_matrix_times(model: Model, q, x, *, convention: Convention = "local") -> jax.Array:
     """``𝓜⁻¹ x`` in O(N) by the innovations factorization (Jain Lemma 7.5), without 𝓜."""
     q = check_vector(model, q, model.nq, "q")
     x = check_vector(model, x, model.nv, "x", q.dtype)
     frames = frames_for(model, prepare(model, q), convention)
-    return inverse_times(model, frames, riccati(model, frames), x)
+    nus, ab = riccati_and_innovations(model, frames, dofs_to_levels(model.topology, x, 0.0))
+    return accelerations(model, frames, ab, nus, jnp.zeros(6, x.dtype))
 
 
-def inverse_mass_matrix(model: Model, q, *, convention: Convention = "world") -> jax.Array:
+def inverse_mass_matrix(model: Model, q, *, convention: Convention = "local") -> jax.Array:
     """``𝓜⁻¹`` ``(nv, nv)`` from ``[I − HψK]* D⁻¹ [I − HψK]`` (Jain eq. 7.20), 𝓜 never formed.
 
     With ``N = D⁻¹ [I − HψK]`` (the innovations ``ν`` of the unit vectors, Lemma 7.5),

@@ -130,7 +130,7 @@ class JointAxes:
         if self.h is not None:
             return spatial.mtv(a, self._h(a.ndim - 1))[..., None, :]
         if self.rows is not None:
-            return spatial.mm(self._rows(a.ndim - 1), a)
+            return spatial.mtv(_expand(a, 1, a.ndim - 2), self._rows(a.ndim - 1))
         return _select(a, joints.SUBSPACE_COMPONENTS[self.kernel], -2)
 
     def row_matrix(self, like: jax.Array) -> jax.Array:
