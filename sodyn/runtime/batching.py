@@ -15,10 +15,8 @@ devices are made by :func:`sodyn.use_cpu_cores`, called once before the first JA
 The chunk size adapts to the function: by default (``chunk_size=None``) it is the largest power
 of two up to :data:`MAX_CHUNK` whose chunk holds at most :data:`CHUNK_BYTES` of intermediates
 (both in :mod:`sodyn.runtime.tuning`), counted once per sample by tracing the function
-(:func:`intermediate_bytes`).  Robots of a few
-dozen bodies keep chunks of 256; humanoids and chains of a hundred links and more (about a
-megabyte of intermediates per sample) get 64 or 32, which their per-level outputs need to stay
-in cache.
+(:func:`intermediate_bytes`).  Small robots keep the largest chunks; humanoids and long chains,
+whose per-level outputs are larger, get smaller ones, so that those outputs stay in cache.
 
 One exception: a function that calls LAPACK (Cholesky, triangular solves, LU, QR, eigen or
 singular value decompositions) is kept on one device.  On XLA:CPU every device runs its
@@ -40,7 +38,8 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from sodyn.runtime.tuning import CHUNK_BYTES, MAX_CHUNK, MIN_CHUNK
 
 
-def _batch_devices(devices) -> list:
+def _batch_devices(devices: str | Sequence[Any] | None) -> list:
+    """The devices ``devices`` names: every local device for ``"auto"``, none for ``None``."""
     if devices is None:
         return []
     if isinstance(devices, str):

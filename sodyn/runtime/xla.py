@@ -111,15 +111,17 @@ def jit(fun: Callable | _Unset = _UNSET, /, *, latency: bool = False, **jit_kwar
     A superset of ``jax.jit``: every argument of ``jax.jit`` is accepted and passed on unchanged,
     the result is the object ``jax.jit`` returns (``lower``, ``trace``, ``eval_shape`` included),
     and without ``fun`` it returns a decorator, as ``jax.jit`` does.  The only differences are
-    compile options, which change how XLA compiles the traced program, never what it computes:
+    compile options, which change how XLA compiles the traced program, not what it computes
+    (beyond floating-point rounding):
 
     * on the CPU, the supported :data:`COMPILER_OPTIONS`, and with ``latency=True`` also
       :data:`LATENCY_OPTIONS`, for functions called on one sample at a time (a control loop)
       rather than on a batch;
     * a ``compiler_options`` dictionary is merged over both and passed as given.
 
-    On another platform (a GPU, by default backend, ``backend`` or ``device``) only the caller's
-    options are passed.  Use it like ``jax.jit``, e.g.
+    When the program compiles for another platform (a GPU: JAX's default backend, or the one that
+    ``backend`` or ``device`` names), only the caller's options are passed.  Use it like
+    ``jax.jit``, e.g.
     ``sodyn.jit(sodyn.batch(lambda q, v, t: sodyn.forward_dynamics(model, q, v, t)))``.
     """
     if not isinstance(latency, bool):
