@@ -133,7 +133,7 @@ def _predicted_skip(prev_per_sample_s, B, out_bytes, max_call_s, max_bytes):
 
 
 def _sodyn_batched(fn, cfg):
-    """``sodyn.vmap`` (cache-sized chunks, split across the worker's CPU devices: sodyn's
+    """``sodyn.batch`` (cache-sized chunks, split across the worker's CPU devices: sodyn's
     recommended CPU batching; chunk size ``--chunk``, by default its own choice), or plain
     ``jax.vmap`` with ``--chunk 0``."""
     import jax
@@ -141,21 +141,21 @@ def _sodyn_batched(fn, cfg):
     if cfg.chunk != 0:
         import sodyn as sd
 
-        return sd.vmap(fn, chunk_size=cfg.chunk)
+        return sd.batch(fn, chunk_size=cfg.chunk)
     return jax.vmap(fn)
 
 
 def _split_from(cfg) -> int:
-    """Per-device batch from which ``sodyn.vmap`` splits a batch across devices (0: never)."""
-    from sodyn.batching import MAX_CHUNK
+    """Per-device batch from which ``sodyn.batch`` splits a batch across devices (0: never)."""
+    from sodyn.runtime.tuning import MAX_CHUNK
 
     return MAX_CHUNK if cfg.chunk is None else cfg.chunk
 
 
 def _mjx_batched(fn, cfg, batch: int):
     """``jax.vmap`` of an MJX function, split across the same CPU devices as sodyn, from the same
-    batch size on (``sodyn.vmap`` splits a batch when each device gets a full chunk), without chunks.
-    ``sodyn.vmap`` keeps a function that calls LAPACK on one device (see ``sodyn.batching``):
+    batch size on (``sodyn.batch`` splits a batch when each device gets a full chunk), without chunks.
+    ``sodyn.batch`` keeps a function that calls LAPACK on one device (see ``sodyn.runtime.batching``):
     MJX's ``forward`` and M⁻¹ factor the mass matrix, so they run on one core."""
     import jax
 
@@ -163,13 +163,13 @@ def _mjx_batched(fn, cfg, batch: int):
     if n_dev > 1 and _split_from(cfg) > 0 and batch >= n_dev * _split_from(cfg):
         import sodyn as sd
 
-        return sd.vmap(fn, chunk_size=batch // n_dev)
+        return sd.batch(fn, chunk_size=batch // n_dev)
     return jax.vmap(fn)
 
 
 def _cores_used(batched, B: int, args) -> int:
-    """How many CPU devices a batched call runs on: those ``sodyn.vmap`` splits it across (all of
-    them once each gets its share, unless the function calls LAPACK, see ``sodyn.batching``); 1
+    """How many CPU devices a batched call runs on: those ``sodyn.batch`` splits it across (all of
+    them once each gets its share, unless the function calls LAPACK, see ``sodyn.runtime.batching``); 1
     for plain ``jax.vmap`` and at B = 1."""
     if B == 1 or not hasattr(batched, "split_devices"):
         return 1
@@ -180,7 +180,7 @@ def _compile_call(batched, fn, B: int, args, jit=None):
     """Compile and return ``(compiled, call_args)``: at B = 1 the single call ``jit(fn)`` on one
     sample (what a user's control loop runs), otherwise ``jit(batched)`` on the batch.  ``jit``
     is ``jax.jit`` unless given: sodyn runs under ``sodyn.jit``, its documented entry point,
-    with ``latency=True`` for the single call.  A ``sodyn.vmap`` batch (sodyn's, and MJX's when
+    with ``latency=True`` for the single call.  A ``sodyn.batch`` batch (sodyn's, and MJX's when
     split across devices) gets its inputs placed by ``batched.place`` first, each device's
     share on that device, where a simulation loop's state stays between split calls (the
     placement is not timed, as Pinocchio's inputs are NumPy arrays already in memory)."""
@@ -190,7 +190,7 @@ def _compile_call(batched, fn, B: int, args, jit=None):
         one = tuple(a[0] for a in args)
         single = jax.jit(fn) if jit is None else jit(fn, latency=True)
         return single.lower(*one).compile(), one
-    if hasattr(batched, "place"):  # sodyn.vmap: inputs where a split call reads them (as its outputs come)
+    if hasattr(batched, "place"):  # sodyn.batch: inputs where a split call reads them (as its outputs come)
         args = jax.block_until_ready(batched.place(*args))
     return (jit or jax.jit)(batched).lower(*args).compile(), args
 

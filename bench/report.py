@@ -144,7 +144,7 @@ def targets(ix, xla):
             det = (r or {}).get("status", "not measured") + f"; composed inv(J M⁻¹ Jᵀ): {_fmt(_ratio(c, p))}×"
         add("Λ B=4096 f64 ≤0.5× pin Delassus+inv (a process per core)", m, ratio, 0.5, det)
     for m in ROBOT_ORDER:
-        # Per core: MJX's forward calls LAPACK, which sodyn.vmap keeps on one core, while sodyn's FD
+        # Per core: MJX's forward calls LAPACK, which sodyn.batch keeps on one core, while sodyn's FD
         # is split across all of them; times are compared as µs × cores used (core-µs per sample).
         s = ix.get(xla, "sodyn", m, "fd", 1024, "float32")
         p = ix.get(xla, "mjx", m, "fd", 1024, "float32")
@@ -299,7 +299,7 @@ def write(args, jsonl):
     env_text = sorted({" ".join(f"`{k}={v}`" for k, v in r["malloc_env"].items()) or "glibc defaults"
                        for r in meta if "malloc_env" in r})  # runs before it was recorded: nothing
     if any(r.get("reuse_freed_memory") for r in meta):
-        env_text.append("`--reuse-freed-memory`: `sodyn.reuse_freed_memory()` in every worker")
+        env_text.append("`--reuse-freed-memory`: `sodyn.runtime.reuse_freed_memory()` in every worker")
     if env_text:
         out.append("- allocator (`MALLOC_*` environment of the workers): " + "; ".join(env_text))
     out.append("- XLA settings: " + "; ".join(f"`{n}`: XLA_FLAGS=`{flags.get(n, '')}`" for n in present)
@@ -308,7 +308,7 @@ def write(args, jsonl):
     out.append("Method: one worker process per (XLA setting, model, library group); within it every library "
                "runs on the same machine, same inputs, same dtype and batch. sodyn: `sodyn.jit` (`jax.jit` plus "
                "sodyn's XLA:CPU compile options, which apply to that executable only); MJX: `jax.jit`. Both of "
-               "`sodyn.vmap(fn)` (chunks sized by `sodyn.vmap` from the function's memory per sample unless `--chunk` "
+               "`sodyn.batch(fn)` (chunks sized by `sodyn.batch` from the function's memory per sample unless `--chunk` "
                "fixes them, each row's `chunk` in raw.jsonl; split across the CPU devices of `--cores` once each "
                "gets 256 samples (a full chunk with `--chunk`); MJX: `jax.vmap`, split the same way; a function that calls LAPACK, as MJX's `forward` "
                "and M⁻¹ do, stays on one core: split across XLA:CPU devices it deadlocks; `cores_used` in raw.jsonl), "

@@ -69,10 +69,10 @@ def parse_args(argv=None):
                    help="CPU cores for sodyn and MJX batches (sodyn.use_cpu_cores; default 0: all, as Pinocchio's "
                         "parallel calls; 1: one device, no sharding)")
     p.add_argument("--chunk", type=lambda s: None if s == "auto" else int(s), default=None,
-                   help="sodyn.vmap chunk size for sodyn batches (default auto: sodyn.vmap's own choice "
+                   help="sodyn.batch chunk size for sodyn batches (default auto: sodyn.batch's own choice "
                         "from the function's memory per sample; 0: plain jax.vmap on one device)")
     p.add_argument("--reuse-freed-memory", action="store_true",
-                   help="call sodyn.reuse_freed_memory() in every worker: glibc serves large buffers from its heap "
+                   help="call sodyn.runtime.reuse_freed_memory() in every worker: glibc serves large buffers from its heap "
                         "and keeps freed memory (README, Tips)")
     p.add_argument("--budget-s", type=float, default=0.3, help="time budget per measurement (adaptive repeats)")
     p.add_argument("--max-reps", type=int, default=30)
@@ -101,7 +101,7 @@ def parse_args(argv=None):
     p.add_argument("--libs", type=csv, default=["sodyn"], help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.xla is None:  # the default settings whose flags this XLA knows (it aborts on unknown ones)
-        from sodyn.xla_options import accepted_xla_flags
+        from sodyn.runtime.xla import accepted_xla_flags
 
         known = set(accepted_xla_flags([s.split("=", 1)[1] for s in DEFAULT_XLA if s.split("=", 1)[1]]))
         a.xla = [s for s in DEFAULT_XLA if not s.split("=", 1)[1] or s.split("=", 1)[1] in known]
@@ -156,7 +156,7 @@ def worker_main(a):
     if a.cores != 1:
         a.cores = sodyn.use_cpu_cores(a.cores or None)
     if a.reuse_freed_memory:  # the whole worker: sodyn, Pinocchio and MJX alike
-        if not sodyn.reuse_freed_memory():
+        if not sodyn.runtime.reuse_freed_memory():
             raise SystemExit("--reuse-freed-memory: this C library is not glibc, or glibc refused the setting")
 
     sink = harness.Sink(a.jsonl, a.xla_name)

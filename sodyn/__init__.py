@@ -1,8 +1,10 @@
 """sodyn: differentiable rigid-body dynamics in JAX by the spatial operator algebra.
 
 Every public function is a pure function of ``(model, q, ...)`` that works under
-``jax.jit`` (or :func:`sodyn.jit`, which adds XLA:CPU compile options), ``jax.vmap`` (over
-states and over model parameters) and ``jax.grad``.
+``jax.jit``, ``jax.vmap`` (over states and over model parameters) and ``jax.grad``.
+How programs run is tuned apart from the math, in :mod:`sodyn.runtime`: :func:`sodyn.jit`
+(``jax.jit`` plus XLA:CPU compile options), :func:`sodyn.batch` (a batch mapped in cache-sized
+chunks and split across CPU cores) and :func:`sodyn.use_cpu_cores`.
 """
 
 from sodyn.algorithms.articulated import (
@@ -45,7 +47,6 @@ from sodyn.algorithms.operational_space import (
     task_jacobian,
     task_jdot_v,
 )
-from sodyn.batching import use_cpu_cores, vmap
 from sodyn.configuration import (
     difference,
     integrate,
@@ -54,15 +55,14 @@ from sodyn.configuration import (
     random_configuration,
 )
 from sodyn.control import OSCOutput, osc_torque, posture_torque, task_pd_acceleration
-from sodyn.host_memory import reuse_freed_memory
 from sodyn.io.mjcf import load_mjcf
 from sodyn.io.urdf import load_urdf
 from sodyn.joints import JointSpec
 from sodyn.model import Model, ModelBuilder
-from sodyn.xla_options import jit
+from sodyn.runtime import batch, jit, use_cpu_cores
 
 # submodules used as ``sodyn.<name>`` (``import sodyn`` is enough)
-from sodyn import contraction, io, models, simulate, spatial  # noqa: E402  isort: skip
+from sodyn import contraction, io, models, runtime, simulate, spatial  # noqa: E402  isort: skip
 
 __version__ = "0.1.0"
 
@@ -72,10 +72,12 @@ __all__ = [
     "center_of_mass", "composite_inertias", "difference", "forward_dynamics",
     "forward_kinematics", "frame_acceleration", "frame_jacobian", "frame_jacobian_dot_times_v",
     "frame_jacobians", "frame_pose", "frame_velocity", "gravity_forces", "integrate",
-    "inverse_dynamics", "inverse_mass_matrix", "inverse_mass_matrix_times", "jit", "kinetic_energy",
+    "inverse_dynamics", "inverse_mass_matrix", "inverse_mass_matrix_times", "kinetic_energy",
     "load_mjcf", "load_urdf", "log_det_mass_matrix", "mass_matrix", "neutral_configuration",
-    "normalize_configuration", "potential_energy", "random_configuration", "reuse_freed_memory",
-    "use_cpu_cores", "vmap", "contraction", "io", "models", "simulate", "spatial",
+    "normalize_configuration", "potential_energy", "random_configuration",
+    "contraction", "io", "models", "simulate", "spatial",
+    # how programs run (sodyn.runtime)
+    "batch", "jit", "use_cpu_cores", "runtime",
     # operational space, impulses, control (issue 4)
     "FrameTask", "ImpactResult", "OSCOutput", "OperationalSpaceDynamics", "PointTask",
     "contact_impulse", "dynamically_consistent_inverse", "log_det_mass_matrix_gradient",

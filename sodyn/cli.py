@@ -52,7 +52,7 @@ def _simulate(args) -> int:
         traj = rollout(model, q0, v0, None, args.dt, args.steps)
         return traj.q[-1], energy(q0, v0), energy(traj.q[-1], traj.v[-1])
 
-    fn = sd.jit(sd.vmap(run))
+    fn = sd.jit(sd.batch(run))
     t0 = time.perf_counter()
     jax.block_until_ready(fn(q0, v0))
     compile_s = time.perf_counter() - t0

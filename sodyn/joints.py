@@ -31,7 +31,7 @@ import numpy as np
 from jax import Array
 
 from sodyn import spatial
-from sodyn.trig import sincos
+from sodyn.runtime.trig import sincos
 
 JointType = Literal[
     "revolute", "continuous", "prismatic", "helical", "spherical", "free", "planar", "fixed"

@@ -23,7 +23,7 @@ import jax.numpy as jnp
 from jax import Array
 
 from sodyn.contraction import contract
-from sodyn.trig import sincos
+from sodyn.runtime.trig import sincos
 
 # ---------------------------------------------------------------------------
 # components (split, not slice: see ``unstack``)

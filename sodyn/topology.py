@@ -44,19 +44,16 @@ import jax.numpy as jnp
 import numpy as np
 
 from sodyn.joints import KERNEL_OF, KERNELS, NQ, NV
+from sodyn.runtime.tuning import (
+    DOF_ORDER_MAX_RUNS,
+    MAX_SEGMENTS,
+    SEGMENT_COST,
+    SEGMENT_PICK_COST,
+    SEGMENT_SLOT_COST,
+)
 
 PyTree = Any
 
-
-#: Upper bound on the number of segments (one ``lax.scan`` each) of a sweep, so program size
-#: stays bounded whatever the tree.
-MAX_SEGMENTS = 4
-# Cost model for choosing segments, in units of "one hinge slot at one level": a slot of each
-# kernel, the one-hot parent lookup per level of a segment wider than one (∝ W²), and a
-# fixed cost per segment (one more scan: launch overhead and program size).
-_SLOT_COST = {"hinge": 6.0, "spherical": 9.0, "planar": 9.0, "free": 12.0}
-_PICK_COST = 1.5
-_SEGMENT_COST = 60.0
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -266,10 +263,10 @@ def compile_topology(parent: np.ndarray, joint_type: tuple[str, ...]) -> Topolog
 
 def _segment_cost(n_levels: int, widths: np.ndarray, kernels: list[str]) -> float:
     w = int(widths.sum())
-    per_level = sum(_SLOT_COST[kn] * int(wk) for kn, wk in zip(kernels, widths))
+    per_level = sum(SEGMENT_SLOT_COST[kn] * int(wk) for kn, wk in zip(kernels, widths))
     if w > 1:
-        per_level += _PICK_COST * w * w
-    return n_levels * per_level + _SEGMENT_COST
+        per_level += SEGMENT_PICK_COST * w * w
+    return n_levels * per_level + SEGMENT_COST
 
 
 def _choose_segments(counts: np.ndarray, kernels: list[str]) -> list[tuple[int, int]]:
@@ -335,12 +332,6 @@ def _build_segments(parent, level, local_of, ranges, seg_widths, seg_offsets) ->
 # ---------------------------------------------------------------------------
 # layout conversions
 # ---------------------------------------------------------------------------
-
-
-#: :func:`dofs_from_levels` reorders per-kernel blocks into dof order by slicing and
-#: concatenating when dof order is at most this many runs of consecutive slots, by a gather
-#: beyond: a few slices cost less than a gather, many slices (and their gradients) more.
-DOF_ORDER_MAX_RUNS = 16
 
 
 def _take(x: jax.Array, index: np.ndarray, pad_value=None, max_runs: int = 1) -> jax.Array:

@@ -37,6 +37,7 @@ import numpy as np
 
 from sodyn.contraction import contract
 from sodyn.joints import NV
+from sodyn.runtime.tuning import BLOCK_PRODUCT_MATMUL_SIZE
 from sodyn.topology import Topology
 
 
@@ -277,12 +278,6 @@ def _block_diagonal(placed: list[tuple[int, jax.Array]], nv: int, dtype) -> jax.
     if end < nv:
         rows.append(jnp.zeros((nv - end, nv), dtype))
     return jnp.concatenate(rows, axis=0)
-
-
-#: Above this many multiply-adds per sample, a segment's per-slot block products are one
-#: ``dot_general`` (``jnp.einsum``); below it, one :func:`~sodyn.contraction.contract`, which is
-#: faster on small blocks on XLA:CPU while ``dot_general`` wins on large ones.
-BLOCK_PRODUCT_MATMUL_SIZE = 2048
 
 
 def _block_products(x: jax.Array, y: jax.Array) -> jax.Array:

@@ -19,7 +19,7 @@ import os
 
 import jax
 
-from sodyn.xla_options import accepted_xla_flags
+from sodyn.runtime.xla import accepted_xla_flags
 
 FAST_COMPILE_FLAGS = ("--xla_cpu_use_fusion_emitters=false", "--xla_backend_optimization_level=0")
 

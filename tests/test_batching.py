@@ -1,4 +1,4 @@
-"""``sodyn.vmap`` (chunked batching) equals ``jax.vmap``."""
+"""``sodyn.batch`` (chunked batching) equals ``jax.vmap``; ``sodyn.jit`` equals ``jax.jit``."""
 
 import jax
 import numpy as np
@@ -8,19 +8,19 @@ import sodyn as sd
 from sodyn.models import pendulum_chain
 
 
-def test_chunked_vmap_matches_jax_vmap_with_padding():
+def test_batch_matches_jax_vmap_with_padding():
     model = pendulum_chain(3)
     q = jax.random.normal(jax.random.PRNGKey(0), (10, 3))
     v = jax.random.normal(jax.random.PRNGKey(1), (10, 3))
     fd = lambda m, q, v: sd.forward_dynamics(m, q, v, v)  # noqa: E731
     expected = jax.jit(jax.vmap(fd, in_axes=(None, 0, 0)))(model, q, v)
-    got = jax.jit(sd.vmap(fd, in_axes=(None, 0, 0), chunk_size=4))(model, q, v)  # 3 chunks, 2 padded
+    got = jax.jit(sd.batch(fd, in_axes=(None, 0, 0), chunk_size=4))(model, q, v)  # 3 chunks, 2 padded
     np.testing.assert_allclose(got, expected, rtol=1e-12)
-    small = jax.jit(sd.vmap(fd, in_axes=(None, 0, 0), chunk_size=64))(model, q, v)
+    small = jax.jit(sd.batch(fd, in_axes=(None, 0, 0), chunk_size=64))(model, q, v)
     np.testing.assert_allclose(small, expected, rtol=1e-12)
 
 
-def test_chunked_vmap_gradient_and_pytree_outputs_match_jax_vmap():
+def test_batch_gradient_and_pytree_outputs_match_jax_vmap():
     # the chunks travel through a scan's carry: reverse mode must send each chunk's
     # cotangent back to its own samples, padding included
     model = pendulum_chain(3)
@@ -36,24 +36,24 @@ def test_chunked_vmap_gradient_and_pytree_outputs_match_jax_vmap():
         return jax.numpy.sum(out["a"] ** 2) + jax.numpy.sum(jax.numpy.sin(out["ke"]))
 
     expected = jax.jit(jax.grad(lambda q, v: loss(jax.vmap, q, v), (0, 1)))(q, v)
-    chunked = lambda g: sd.vmap(g, chunk_size=4)  # noqa: E731
+    chunked = lambda g: sd.batch(g, chunk_size=4)  # noqa: E731
     got = jax.jit(jax.grad(lambda q, v: loss(chunked, q, v), (0, 1)))(q, v)
     for g, e in zip(got, expected):
         np.testing.assert_allclose(g, e, rtol=1e-10, atol=1e-12)
-    out = jax.jit(sd.vmap(f, chunk_size=4))(q, v)
+    out = jax.jit(sd.batch(f, chunk_size=4))(q, v)
     ref = jax.jit(jax.vmap(f))(q, v)
     np.testing.assert_allclose(out["ke"], ref["ke"], rtol=1e-12)
     np.testing.assert_allclose(out["a"], ref["a"], rtol=1e-12)
 
 
-def test_chunked_vmap_rejects_bad_arguments():
+def test_batch_rejects_bad_arguments():
     f = lambda x, y: x + y  # noqa: E731
     with pytest.raises(ValueError, match="chunk_size"):
-        sd.vmap(f, chunk_size=0)
+        sd.batch(f, chunk_size=0)
     with pytest.raises(ValueError, match="share one leading batch size"):
-        sd.vmap(f)(np.zeros(3), np.zeros(4))
+        sd.batch(f)(np.zeros(3), np.zeros(4))
     with pytest.raises(ValueError, match="in_axes of 0 or None"):
-        sd.vmap(f, in_axes=(1, 0))(np.zeros((2, 3)), np.zeros(3))
+        sd.batch(f, in_axes=(1, 0))(np.zeros((2, 3)), np.zeros(3))
 
 
 @pytest.mark.fast
@@ -91,7 +91,7 @@ def test_only_options_this_xla_knows_are_passed():
     """``sodyn.jit``'s candidate options are tried once on the installed XLA: an unknown name is
     dropped (XLA would reject it), known ones are kept, and every option ``sodyn.jit`` adds
     compiles here."""
-    from sodyn.xla_options import COMPILER_OPTIONS, LATENCY_OPTIONS, supported_options
+    from sodyn.runtime.xla import COMPILER_OPTIONS, LATENCY_OPTIONS, supported_options
 
     assert supported_options({"xla_cpu_not_an_option": True}) == {}
     kept = supported_options({**COMPILER_OPTIONS, **LATENCY_OPTIONS})
@@ -99,18 +99,77 @@ def test_only_options_this_xla_knows_are_passed():
     jax.jit(lambda x: x + 1, compiler_options=kept).lower(np.ones(2)).compile()
 
 
+@pytest.mark.fast
+def test_sodyn_jit_passes_every_jax_jit_argument_on():
+    """``sodyn.jit`` is a superset of ``jax.jit``: each of ``jax.jit``'s keywords gives the values
+    ``jax.jit`` gives with it, in the object ``jax.jit`` returns; without a function it is a
+    decorator; and ``latency=True`` traces the program ``jax.jit`` traces (only compile options
+    differ)."""
+    import inspect
+    import warnings
+
+    from jax.sharding import SingleDeviceSharding
+
+    from sodyn.runtime.xla import UNPARTITIONED
+
+    cpu = jax.devices("cpu")[0]
+    one = SingleDeviceSharding(cpu)
+
+    def f(x, y, k=2, *, scale=1.0):
+        return k * scale * jax.numpy.sin(x) + y, jax.numpy.sum(x)
+
+    def args():  # fresh arrays: a donated argument is consumed by the call
+        return jax.numpy.linspace(0.0, 1.0, 5), jax.numpy.arange(5.0)
+
+    cases = [
+        ({"static_argnums": 2}, (3,), {}),
+        ({"static_argnames": "scale"}, (), {"scale": 0.5}),
+        ({"donate_argnums": 1}, (), {}),
+        ({"donate_argnames": "y"}, (), {}),
+        ({"in_shardings": (one, one), "out_shardings": one}, (), {}),
+        ({"keep_unused": True}, (), {}),
+        ({"device": cpu}, (), {}),  # device and backend: deprecated by JAX, still passed on
+        ({"backend": "cpu"}, (), {}),
+        ({"inline": True}, (), {}),
+        ({"compiler_options": UNPARTITIONED}, (), {}),
+    ]
+    keywords = [n for n, p in inspect.signature(jax.jit).parameters.items() if p.kind is p.KEYWORD_ONLY]
+    assert set(keywords) <= {k for kw, _, _ in cases for k in kw}, keywords
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        for kw, extra, call_kw in cases:
+            ours, theirs = sd.jit(f, **kw), jax.jit(f, **kw)
+            assert type(ours) is type(theirs), kw
+            got, expected = ours(*args(), *extra, **call_kw), theirs(*args(), *extra, **call_kw)
+            for g, e in zip(got, expected):
+                np.testing.assert_allclose(g, e, rtol=1e-12, atol=1e-14, err_msg=str(kw))
+    decorated = sd.jit(static_argnums=2, latency=True)(f)
+    np.testing.assert_allclose(decorated(*args(), 3)[0], jax.jit(f, static_argnums=2)(*args(), 3)[0], rtol=1e-12)
+    assert str(sd.jit(f, latency=True).trace(*args()).jaxpr) == str(jax.jit(f).trace(*args()).jaxpr)
+
+
+@pytest.mark.fast
+def test_top_level_names_do_not_shadow_jax_and_allocator_is_in_runtime():
+    """``sodyn.vmap`` is gone (``sodyn.batch`` has other semantics than ``jax.vmap``), and the
+    allocator setting lives in :mod:`sodyn.runtime` only."""
+    assert not hasattr(sd, "vmap") and "vmap" not in sd.__all__
+    assert not hasattr(sd, "reuse_freed_memory") and "reuse_freed_memory" not in sd.__all__
+    assert callable(sd.runtime.reuse_freed_memory)
+    assert sd.batch is sd.runtime.batch and sd.jit is sd.runtime.jit and sd.use_cpu_cores is sd.runtime.use_cpu_cores
+
+
 def test_unpartitioned_options_compile_without_intra_op_partitions():
-    """``sodyn.xla_options.UNPARTITIONED`` names an XLA pass this jaxlib has (XLA rejects unknown
+    """``sodyn.runtime.xla.UNPARTITIONED`` names an XLA pass this jaxlib has (XLA rejects unknown
     options, but ignores an unknown pass name): the program it compiles has no operation cut into
     pieces for the intra-op thread pool, where the default program has some on a machine with
     several cores, and both compute the same values."""
     import os
 
-    from sodyn.xla_options import UNPARTITIONED
+    from sodyn.runtime.xla import UNPARTITIONED
 
     model = pendulum_chain(8)
     q = jax.random.normal(jax.random.PRNGKey(0), (4096, 8))
-    batched = sd.vmap(lambda q: sd.mass_matrix(model, q), devices=None)  # B × 8 × 8 outputs: 2 MiB
+    batched = sd.batch(lambda q: sd.mass_matrix(model, q), devices=None)  # B × 8 × 8 outputs: 2 MiB
     default = sd.jit(batched).lower(q).compile()
     unpartitioned = sd.jit(batched, compiler_options=UNPARTITIONED).lower(q).compile()
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
@@ -118,47 +177,6 @@ def test_unpartitioned_options_compile_without_intra_op_partitions():
         assert "outer_dimension_partitions" in default.as_text()
     assert "outer_dimension_partitions" not in unpartitioned.as_text()
     np.testing.assert_allclose(unpartitioned(q), default(q), rtol=1e-14, atol=1e-14)
-
-
-def test_latency_jit_traces_forward_dynamics_one_level_per_step():
-    """``sodyn.jit(..., latency=True)`` traces with :func:`traced_for_single_calls` true, and
-    forward dynamics then scans one level per step (two when batched); the values agree."""
-    from sodyn.algorithms.world_articulated import FORWARD_UNROLL
-    from sodyn.xla_options import traced_for_single_calls
-
-    seen = []
-
-    def probe(x):
-        seen.append(traced_for_single_calls())
-        return x + 1
-
-    sd.jit(probe, latency=True)(np.ones(2))
-    sd.jit(probe)(np.ones(3))
-    assert seen == [True, False] and not traced_for_single_calls()
-
-    model = pendulum_chain(6)
-    q = jax.random.normal(jax.random.PRNGKey(0), (6,), jax.numpy.float64)  # world axes: float64
-    fd = lambda q: sd.forward_dynamics(model, q, q, q)  # noqa: E731
-
-    def scan_unrolls(jitted) -> set:
-        found: list = []
-        _collect_scan_unrolls(jitted.trace(q).jaxpr.jaxpr, found)
-        return set(found)
-
-    assert scan_unrolls(sd.jit(fd)) == scan_unrolls(jax.jit(fd)) == {FORWARD_UNROLL} and FORWARD_UNROLL > 1
-    single = sd.jit(fd, latency=True)
-    assert scan_unrolls(single) == {1}
-    np.testing.assert_allclose(single(q), jax.jit(fd)(q), rtol=1e-12, atol=1e-12)
-
-
-def _collect_scan_unrolls(jaxpr, out: list) -> None:
-    from sodyn.batching import _sub_jaxprs
-
-    for eqn in jaxpr.eqns:
-        if eqn.primitive.name == "scan":
-            out.append(eqn.params["unroll"])
-        for inner in _sub_jaxprs(eqn):
-            _collect_scan_unrolls(inner, out)
 
 
 _MULTI_DEVICE_SCRIPT = r"""
@@ -177,40 +195,40 @@ q = jax.vmap(lambda k: sd.random_configuration(model, k))(keys)
 v = jax.random.normal(jax.random.PRNGKey(1), (37, model.nv))
 fd = lambda m, q, v: sd.forward_dynamics(m, q, v, v)
 one = jax.jit(jax.vmap(fd, in_axes=(None, 0, 0)))(model, q, v)
-split = jax.jit(sd.vmap(fd, in_axes=(None, 0, 0), chunk_size=8))(model, q, v)
+split = jax.jit(sd.batch(fd, in_axes=(None, 0, 0), chunk_size=8))(model, q, v)
 np.testing.assert_allclose(split, one, rtol=1e-12, atol=1e-12)
 assert len(split.sharding.device_set) == 2, split.sharding  # 37 >= 2 devices x chunk 8: split
-small = jax.jit(sd.vmap(fd, in_axes=(None, 0, 0), chunk_size=32))(model, q, v)
+small = jax.jit(sd.batch(fd, in_axes=(None, 0, 0), chunk_size=32))(model, q, v)
 assert len(small.sharding.device_set) == 1, small.sharding  # 37 < 2 x 32: kept on one device
 np.testing.assert_allclose(small, one, rtol=1e-12, atol=1e-12)
 # place: each device's share put on it; the split call's outputs come back placed alike, so a
 # loop that feeds them back reads them where they are
-bat = sd.vmap(fd, in_axes=(None, 0, 0), chunk_size=8)
+bat = sd.batch(fd, in_axes=(None, 0, 0), chunk_size=8)
 m_, q36, v36 = bat.place(model, q[:36], v[:36])
 assert m_ is model and q36.sharding.shard_shape(q36.shape) == (18, model.nq), q36.sharding
 out36 = jax.jit(bat)(model, q36, v36)
 assert out36.sharding == v36.sharding, (out36.sharding, v36.sharding)
 np.testing.assert_allclose(out36, one[:36], rtol=1e-12, atol=1e-12)
 assert bat.place(model, q, v)[1] is q  # 37 samples do not split evenly: left where they are
-kept36 = sd.vmap(fd, in_axes=(None, 0, 0), chunk_size=32).place(model, q[:36], v[:36])[1]
+kept36 = sd.batch(fd, in_axes=(None, 0, 0), chunk_size=32).place(model, q[:36], v[:36])[1]
 assert len(kept36.sharding.device_set) == 1  # 36 < 2 x 32: the call stays on one device, so does the batch
 # the gradient with respect to a replicated argument (the model) sums over both devices
 chain = sd.models.pendulum_chain(2)
 qc, vc = q[:, :2], v[:, :2]
 loss = lambda vm: (lambda m: (vm(m, qc, vc) ** 2).sum())
 g_one = jax.jit(jax.grad(loss(jax.vmap(fd, in_axes=(None, 0, 0)))))(chain).mass
-g_split = jax.jit(jax.grad(loss(sd.vmap(fd, in_axes=(None, 0, 0), chunk_size=8))))(chain).mass
+g_split = jax.jit(jax.grad(loss(sd.batch(fd, in_axes=(None, 0, 0), chunk_size=8))))(chain).mass
 np.testing.assert_allclose(g_split, g_one, rtol=1e-10)
 # a function calling LAPACK stays on one device (split, jaxlib's batched kernels deadlock on XLA:CPU)
 solve = lambda x: jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(np.eye(3) + jax.numpy.outer(x, x)), x)
 x = jax.random.normal(jax.random.PRNGKey(2), (64, 3))
-kept = jax.jit(sd.vmap(solve, chunk_size=8))(x)
+kept = jax.jit(sd.batch(solve, chunk_size=8))(x)
 assert len(kept.sharding.device_set) == 1, kept.sharding
-assert sd.vmap(solve, chunk_size=8).place(x)[0] is x  # not split, so not placed
+assert sd.batch(solve, chunk_size=8).place(x)[0] is x  # not split, so not placed
 np.testing.assert_allclose(kept, jax.vmap(solve)(x), rtol=1e-12)
 # the single 6D task's Λ is closed-form (no LAPACK), so it is split
 lam = lambda q: sd.operational_space_inertia(model, q, [model.frame_names[-1]])
-lam_split = jax.jit(sd.vmap(lam, chunk_size=8))(q)
+lam_split = jax.jit(sd.batch(lam, chunk_size=8))(q)
 assert len(lam_split.sharding.device_set) == 2, lam_split.sharding
 np.testing.assert_allclose(lam_split, jax.vmap(lam)(q), rtol=1e-9)
 try:
@@ -223,8 +241,8 @@ print("OK")
 """
 
 
-def test_vmap_splits_the_batch_across_cpu_devices():
-    """With two CPU devices, ``sodyn.vmap`` shards the batch; values and gradients are unchanged."""
+def test_batch_splits_the_batch_across_cpu_devices():
+    """With two CPU devices, ``sodyn.batch`` shards the batch; values and gradients are unchanged."""
     import os
     import subprocess
     import sys
@@ -238,17 +256,17 @@ def test_vmap_splits_the_batch_across_cpu_devices():
     assert out.stdout.strip().endswith("OK")
 
 
-def test_vmap_devices_argument():
+def test_batch_devices_argument():
     f = lambda x: 2.0 * x  # noqa: E731
     x = np.arange(6.0)
-    np.testing.assert_allclose(sd.vmap(f, devices=None)(x), 2.0 * x)
-    np.testing.assert_allclose(sd.vmap(f, devices=jax.local_devices()[:1])(x), 2.0 * x)
+    np.testing.assert_allclose(sd.batch(f, devices=None)(x), 2.0 * x)
+    np.testing.assert_allclose(sd.batch(f, devices=jax.local_devices()[:1])(x), 2.0 * x)
     with pytest.raises(ValueError, match="devices must be"):
-        sd.vmap(f, devices="all")(x)
+        sd.batch(f, devices="all")(x)
 
 
 def test_calls_lapack_finds_linear_algebra_inside_control_flow():
-    from sodyn.batching import calls_lapack
+    from sodyn.runtime.batching import calls_lapack
 
     x = np.ones((5, 4))
     spd = lambda y: np.eye(4) + jax.numpy.outer(y, y)  # noqa: E731
@@ -265,13 +283,14 @@ def test_automatic_chunk_size_follows_memory_per_sample():
     """``chunk_size=None`` gives small functions :data:`MAX_CHUNK`-sample chunks and shrinks them,
     by powers of two down to :data:`MIN_CHUNK`, as the traced intermediates per sample grow;
     values match ``jax.vmap`` with the chosen chunks (padding included)."""
-    from sodyn.batching import CHUNK_BYTES, MAX_CHUNK, MIN_CHUNK, auto_chunk_size, intermediate_bytes
+    from sodyn.runtime.batching import auto_chunk_size, intermediate_bytes
+    from sodyn.runtime.tuning import CHUNK_BYTES, MAX_CHUNK, MIN_CHUNK
 
     x = np.ones((300, 4))
     cheap = lambda y: 2.0 * y  # noqa: E731
     assert auto_chunk_size(cheap, 0, x) == MAX_CHUNK
-    assert sd.vmap(cheap).chunk_size(x) == MAX_CHUNK
-    assert sd.vmap(cheap, chunk_size=7).chunk_size(x) == 7
+    assert sd.batch(cheap).chunk_size(x) == MAX_CHUNK
+    assert sd.batch(cheap, chunk_size=7).chunk_size(x) == 7
 
     def heavy(n):  # n × n float64 outer product: 8 n² bytes of intermediates, and its sum
         return lambda y: jax.numpy.sum(jax.numpy.outer(jax.numpy.tile(y, n // 4), jax.numpy.tile(y, n // 4)))
@@ -285,11 +304,11 @@ def test_automatic_chunk_size_follows_memory_per_sample():
     # scan bodies count once, their stacked outputs in full
     scanned = lambda y: jax.lax.scan(lambda c, _: (c + 1.0, jax.numpy.outer(c, c)), y, None, length=1000)[1]  # noqa: E731
     assert intermediate_bytes(jax.make_jaxpr(scanned)(np.ones(4)).jaxpr) >= 8 * 16 * 1000
-    batched = sd.vmap(heavy(400))
+    batched = sd.batch(heavy(400))
     assert batched.chunk_size(x) == 64
     np.testing.assert_allclose(jax.jit(batched)(x), jax.vmap(heavy(400))(x), rtol=1e-12)
     # forward dynamics: a short chain keeps full chunks, a 128-link chain gets smaller ones
     short, long = pendulum_chain(4), pendulum_chain(128)
     fd = lambda m, q: sd.forward_dynamics(m, q, q, q)  # noqa: E731
-    assert sd.vmap(fd, in_axes=(None, 0)).chunk_size(short, np.zeros((8, 4))) == MAX_CHUNK
-    assert sd.vmap(fd, in_axes=(None, 0)).chunk_size(long, np.zeros((8, 128))) < MAX_CHUNK
+    assert sd.batch(fd, in_axes=(None, 0)).chunk_size(short, np.zeros((8, 4))) == MAX_CHUNK
+    assert sd.batch(fd, in_axes=(None, 0)).chunk_size(long, np.zeros((8, 128))) < MAX_CHUNK

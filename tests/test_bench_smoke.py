@@ -22,7 +22,7 @@ def test_bench_quick(tmp_path):
     # a glibc allocator setting the workers inherit, recorded in the report (bench/README.md)
     env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
     env["MALLOC_TRIM_THRESHOLD_"] = "4000000000"
-    # and sodyn.reuse_freed_memory() in the workers, where the C library is glibc
+    # and sodyn.runtime.reuse_freed_memory() in the workers, where the C library is glibc
     glibc = platform.libc_ver()[0] == "glibc"
     r = subprocess.run([sys.executable, RUN, "--quick", "--no-plots", "--out", str(tmp_path)]
                        + (["--reuse-freed-memory"] if glibc else []),
@@ -52,7 +52,7 @@ def test_bench_quick(tmp_path):
     assert meta["malloc_env"] == {"MALLOC_TRIM_THRESHOLD_": "4000000000"}, meta
     assert meta["reuse_freed_memory"] is glibc, meta
     assert "- allocator (`MALLOC_*` environment of the workers): `MALLOC_TRIM_THRESHOLD_=4000000000`" + (
-        "; `--reuse-freed-memory`: `sodyn.reuse_freed_memory()` in every worker" if glibc else "") in md
+        "; `--reuse-freed-memory`: `sodyn.runtime.reuse_freed_memory()` in every worker" if glibc else "") in md
     assert "| FD (ABA) | 64 | 2 |" in md
     assert "## Paired comparisons with Pinocchio" in md and "| chain8 | FD (ABA) | 2 |" in md
 

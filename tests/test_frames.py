@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import sodyn as sd
-from sodyn.algorithms.kinematics import MASKED_VELOCITY_SLOTS
 from sodyn.models import random_tree
+from sodyn.runtime.tuning import MASKED_VELOCITY_SLOTS
 
 jax.config.update("jax_enable_x64", True)
 

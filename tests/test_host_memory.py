@@ -1,4 +1,4 @@
-"""``sodyn.reuse_freed_memory``: after it, glibc serves a large request from its heap instead
+"""``sodyn.runtime.reuse_freed_memory``: after it, glibc serves a large request from its heap instead
 of mapping fresh pages (read back through ``mallinfo2``), and bad thresholds are refused.  It
 changes the process's allocator, so it runs in a child process."""
 
@@ -25,7 +25,7 @@ before = np.ones(n // 8)
 mapped = libc.mallinfo2().hblkhd
 assert mapped >= n, mapped  # glibc's default: a mapping of its own
 del before
-assert sd.reuse_freed_memory() is True
+assert sd.runtime.reuse_freed_memory() is True
 after = np.ones(n // 8)
 info = libc.mallinfo2()
 assert info.hblkhd < n and info.arena >= n, (info.hblkhd, info.arena)  # from the heap
@@ -47,4 +47,4 @@ def test_large_requests_come_from_the_heap_after_the_call():
 @pytest.mark.parametrize("bad", [0, -5, 1.5, True, "1GB"])
 def test_bad_threshold_is_refused(bad):
     with pytest.raises(ValueError, match="threshold_bytes must be a positive int"):
-        sd.reuse_freed_memory(bad)
+        sd.runtime.reuse_freed_memory(bad)

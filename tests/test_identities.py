@@ -13,8 +13,8 @@ import pytest
 import sodyn as sd
 from sodyn import spatial
 from sodyn.algorithms.common import prepare
-from sodyn.batching import jaxpr_primitives
 from sodyn.models import random_tree
+from sodyn.runtime.batching import jaxpr_primitives
 from sodyn.topology import from_levels
 
 pytestmark = pytest.mark.fast

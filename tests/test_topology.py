@@ -5,7 +5,8 @@ import pytest
 
 from sodyn.joints import KERNEL_OF
 from sodyn.models import humanoid_like, pendulum_chain, random_tree
-from sodyn.topology import MAX_SEGMENTS, compile_topology
+from sodyn.runtime.tuning import MAX_SEGMENTS
+from sodyn.topology import compile_topology
 
 
 def _layout(topo):

@@ -1,4 +1,4 @@
-"""``sodyn.trig.sincos`` against NumPy's float64 sine and cosine: within one unit of roundoff
+"""``sodyn.runtime.trig.sincos`` against NumPy's float64 sine and cosine: within one unit of roundoff
 at 1 (float64 and float32, over the range where its reduction is exact), exact at 0, derivatives
 exact, NaN and infinity propagated.  (The suite runs without LLVM's optimisations,
 ``tests/conftest.py``, so without multiply-add contraction, which once hid a float32 reduction
@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from sodyn.trig import sincos
+from sodyn.runtime.trig import sincos
 
 pytestmark = pytest.mark.fast
 

@@ -66,6 +66,7 @@ from sodyn.algorithms.mass_matrix import (
     world_inertia_parameters,
 )
 from sodyn.model import Model
+from sodyn.runtime.tuning import FORWARD_UNROLL
 from sodyn.sweeps import gather, in_slots, scatter
 from sodyn.topology import Topology, dofs_from_levels, dofs_to_levels, from_levels, to_levels
 from sodyn.unit_columns import sum_of_column_products
@@ -73,9 +74,6 @@ from sodyn.unit_columns import sum_of_column_products
 Convention = Literal["world", "local"]
 CONVENTIONS: tuple[str, ...] = ("world", "local")
 
-#: Levels per scan step of the world-axes forward dynamics sweeps: fewer, longer loop steps
-#: pay off over a batch (body frames and the other functions keep one).
-FORWARD_UNROLL = 2
 
 
 # ---------------------------------------------------------------------------

@@ -30,6 +30,7 @@ from sodyn.algorithms.common import (
 )
 from sodyn.contraction import contract
 from sodyn.model import Model
+from sodyn.runtime.tuning import MASKED_VELOCITY_SLOTS
 from sodyn.sweeps import in_slots, scatter
 from sodyn.topology import dofs_from_levels, dofs_to_levels, from_levels
 
@@ -97,12 +98,6 @@ def _slot_ancestors(topo) -> np.ndarray:
             anc[s, topo.body_flat[k]] = 1.0
             k = int(topo.parent[k])
     return anc
-
-
-#: Up to this many slots, world velocities are one masked sum over ancestor slots after the
-#: poses' sweep (O(W²), no sweep of their own); wider trees carry them in the poses' sweep,
-#: where the quadratic sum would cost more than the extra work per level.
-MASKED_VELOCITY_SLOTS = 16
 
 
 class WorldKinematics(NamedTuple):

@@ -481,7 +481,7 @@ def operational_space_compliance(model: Model, q, tasks) -> jax.Array:
 def _regularized_inverse(a: jax.Array, regularization) -> jax.Array:
     """``(A + λ I)⁻¹`` of a symmetric PSD ``A`` (differentiable): closed form for the common sizes
     1, 3 and 6 (one point or frame task; :func:`sodyn.spatial.spd_inverse`, no LAPACK call, so
-    :func:`sodyn.vmap` may split it across CPU cores), otherwise by Cholesky."""
+    :func:`sodyn.batch` may split it across CPU cores), otherwise by Cholesky."""
     lam = jnp.asarray(regularization, a.dtype)
     a = a + lam * jnp.eye(a.shape[0], dtype=a.dtype)
     if a.shape[0] in (1, 3, 6):

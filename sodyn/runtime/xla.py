@@ -17,14 +17,12 @@ to one executable: unlike ``XLA_FLAGS`` they leave the rest of the process alone
 
 ``jit(fun, latency=True)`` is for single-sample calls (a control loop): it adds XLA's
 memory-optimised schedule, under which a program's few hundred tiny operations run one after
-another on the calling thread instead of being handed to XLA's thread pool, and it traces the
-function with :func:`traced_for_single_calls` true, so forward dynamics steps its sweeps one
-level at a time.
+another on the calling thread instead of being handed to XLA's thread pool.  Compile options
+are all :func:`jit` changes: the traced program is the one ``jax.jit`` traces.
 """
 
 from __future__ import annotations
 
-import contextvars
 import functools
 import os
 import subprocess
@@ -34,9 +32,6 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-
-#: Whether the function being traced is compiled by ``jit(..., latency=True)``.
-_SINGLE_CALL: contextvars.ContextVar[bool] = contextvars.ContextVar("sodyn_single_call", default=False)
 
 #: Candidate options :func:`jit` adds on the CPU (those the installed XLA knows).
 COMPILER_OPTIONS: dict[str, Any] = {
@@ -50,7 +45,7 @@ LATENCY_OPTIONS: dict[str, Any] = {
 }
 
 #: Options that compile a program without XLA:CPU's intra-op partitions, for a batch that
-#: :func:`sodyn.vmap` already splits across every core:
+#: :func:`sodyn.batch` already splits across every core:
 #: ``sodyn.jit(batched, compiler_options=UNPARTITIONED)``.  Whether it helps depends on the
 #: model and the function, so it is an option to measure, not a default.
 UNPARTITIONED: dict[str, Any] = {
@@ -93,41 +88,50 @@ def accepted_xla_flags(flags: Sequence[str]) -> list[str]:
     return accepted
 
 
-def jit(fun: Callable, *, latency: bool = False, **jit_kwargs: Any) -> Callable:
-    """``jax.jit(fun, **jit_kwargs)`` compiled with the supported :data:`COMPILER_OPTIONS`.
+class _Unset:
+    """Marks ``fun`` as not given: ``jit(**options)`` returns a decorator, as ``jax.jit`` does."""
 
-    ``latency=True`` also adds :data:`LATENCY_OPTIONS`, for functions called on one sample at
-    a time (a control loop), not on a batch.  A ``compiler_options`` dictionary in
-    ``jit_kwargs`` is merged over both and passed as given.  The options are XLA:CPU's: on
-    another default backend (a GPU) this is ``jax.jit`` with the caller's options only.  Use it
-    like ``jax.jit``, e.g.
-    ``sodyn.jit(jax.vmap(lambda q, v, t: sodyn.forward_dynamics(model, q, v, t)))``.
+
+_UNSET = _Unset()
+
+
+def _platform(jit_kwargs: Mapping[str, Any]) -> str:
+    """The platform ``jax.jit(**jit_kwargs)`` compiles for: its ``backend``, else its ``device``'s,
+    else JAX's default backend."""
+    if jit_kwargs.get("backend") is not None:
+        return jit_kwargs["backend"]
+    if jit_kwargs.get("device") is not None:
+        return jit_kwargs["device"].platform
+    return jax.default_backend()
+
+
+def jit(fun: Callable | _Unset = _UNSET, /, *, latency: bool = False, **jit_kwargs: Any) -> Any:
+    """``jax.jit(fun, **jit_kwargs)``, compiled with the supported :data:`COMPILER_OPTIONS`.
+
+    A superset of ``jax.jit``: every argument of ``jax.jit`` is accepted and passed on unchanged,
+    the result is the object ``jax.jit`` returns (``lower``, ``trace``, ``eval_shape`` included),
+    and without ``fun`` it returns a decorator, as ``jax.jit`` does.  The only differences are
+    compile options, which change how XLA compiles the traced program, not what it computes
+    (beyond floating-point rounding):
+
+    * on the CPU, the supported :data:`COMPILER_OPTIONS`, and with ``latency=True`` also
+      :data:`LATENCY_OPTIONS`, for functions called on one sample at a time (a control loop)
+      rather than on a batch;
+    * a ``compiler_options`` dictionary is merged over both and passed as given.
+
+    When the program compiles for another platform (a GPU: JAX's default backend, or the one that
+    ``backend`` or ``device`` names), only the caller's options are passed.  Use it like
+    ``jax.jit``, e.g.
+    ``sodyn.jit(sodyn.batch(lambda q, v, t: sodyn.forward_dynamics(model, q, v, t)))``.
     """
-    if not callable(fun):
-        raise TypeError(f"sodyn.jit expects a callable, got {type(fun).__name__}")
     if not isinstance(latency, bool):
         raise TypeError(f"sodyn.jit: latency must be True or False, got {latency!r}")
+    if isinstance(fun, _Unset):
+        return lambda f: jit(f, latency=latency, **jit_kwargs)
+    if not callable(fun):
+        raise TypeError(f"sodyn.jit expects a callable, got {type(fun).__name__}")
     options: dict[str, Any] = {}
-    if jit_kwargs.get("backend", jax.default_backend()) == "cpu":
+    if _platform(jit_kwargs) == "cpu":
         options = supported_options({**COMPILER_OPTIONS, **(LATENCY_OPTIONS if latency else {})})
     options.update(jit_kwargs.pop("compiler_options", None) or {})
-    return jax.jit(_for_single_calls(fun) if latency else fun, compiler_options=options, **jit_kwargs)
-
-
-def traced_for_single_calls() -> bool:
-    """Whether the function being traced is compiled by ``jit(..., latency=True)``."""
-    return _SINGLE_CALL.get()
-
-
-def _for_single_calls(fun: Callable) -> Callable:
-    """``fun``, traced with :func:`traced_for_single_calls` true."""
-
-    @functools.wraps(fun)
-    def traced(*args, **kwargs):
-        token = _SINGLE_CALL.set(True)
-        try:
-            return fun(*args, **kwargs)
-        finally:
-            _SINGLE_CALL.reset(token)
-
-    return traced
+    return jax.jit(fun, compiler_options=options, **jit_kwargs)

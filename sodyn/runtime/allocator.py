@@ -4,15 +4,26 @@ A batched call returns a new output buffer each time, and XLA:CPU allocates its 
 same way.  glibc's ``malloc`` serves every request above its ``mmap`` threshold (at most 32 MiB,
 raised dynamically up to that) by mapping fresh pages and unmaps them on ``free``, so each call
 of a function with a large output faults its pages in again, one 4 KiB page at a time (the
-zero-filled output of ``sodyn.vmap``'s chunk loop and the chunks' copies into it included).
+zero-filled output of :func:`sodyn.batch`'s chunk loop and the chunks' copies into it included).
 Serving such requests from the heap and keeping what is freed makes the next call reuse pages
 already mapped, which matters for large outputs (a mass matrix over a large batch), not small
-ones.  Much like setting ``MALLOC_MMAP_MAX_=0`` and a large ``MALLOC_TRIM_THRESHOLD_`` before the
-process starts, but callable from Python at any time.
+ones.
 
-The cost: memory freed at the top of the heap is no longer returned to the system, so the
-process keeps its peak footprint.  It is process-wide and not the default; call it once, before
-the batched work.
+The same setting without any code: glibc reads it from the environment when the process starts,
+
+.. code-block:: sh
+
+    MALLOC_MMAP_THRESHOLD_=1073741824 MALLOC_TRIM_THRESHOLD_=2147483647 python script.py
+
+(``MALLOC_MMAP_THRESHOLD_``: requests below it come from the heap; ``MALLOC_TRIM_THRESHOLD_``:
+free memory at the top of the heap is returned to the system only above it).  That is the
+preferred form, since it also covers the allocations made before Python runs;
+:func:`reuse_freed_memory` is for a process already running, and is reached as
+``sodyn.runtime.reuse_freed_memory``.
+
+The cost, either way: memory freed at the top of the heap is no longer returned to the system,
+so the process keeps its peak footprint.  It is process-wide and not the default; set it once,
+before the batched work.
 """
 
 from __future__ import annotations

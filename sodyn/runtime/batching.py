@@ -1,4 +1,4 @@
-"""Cache-friendly batching: ``sodyn.vmap`` splits a large batch into chunks.
+"""Cache-friendly batching: ``sodyn.batch`` maps a function over a large batch in chunks.
 
 On XLA:CPU each level of a recursion is a loop over the whole batch; with thousands of
 samples the per-level working set (e.g. ``B × 6 × 6`` articulated inertias) leaves the
@@ -8,16 +8,15 @@ the right choice.
 
 Across cores: XLA:CPU runs one program on one core (its thread pool only splits large
 single operations, which these small per-level operations are not).  When JAX sees several
-local devices, ``sodyn.vmap`` splits the batch evenly across them with ``jax.shard_map``, so a
+local devices, ``sodyn.batch`` splits the batch evenly across them with ``jax.shard_map``, so a
 CPU batch runs on every core, as Pinocchio's ``abaInParallel`` does with threads.  On CPU the
-devices are made by :func:`use_cpu_cores`, called once before the first JAX computation.
+devices are made by :func:`sodyn.use_cpu_cores`, called once before the first JAX computation.
 
 The chunk size adapts to the function: by default (``chunk_size=None``) it is the largest power
-of two up to :data:`MAX_CHUNK` whose chunk holds at most :data:`CHUNK_BYTES` of intermediates,
-counted once per sample by tracing the function (:func:`intermediate_bytes`).  Robots of a few
-dozen bodies keep chunks of 256; humanoids and chains of a hundred links and more (about a
-megabyte of intermediates per sample) get 64 or 32, which their per-level outputs need to stay
-in cache.
+of two up to :data:`MAX_CHUNK` whose chunk holds at most :data:`CHUNK_BYTES` of intermediates
+(both in :mod:`sodyn.runtime.tuning`), counted once per sample by tracing the function
+(:func:`intermediate_bytes`).  Small robots keep the largest chunks; humanoids and long chains,
+whose per-level outputs are larger, get smaller ones, so that those outputs stay in cache.
 
 One exception: a function that calls LAPACK (Cholesky, triangular solves, LU, QR, eigen or
 singular value decompositions) is kept on one device.  On XLA:CPU every device runs its
@@ -28,7 +27,6 @@ ever (seen with jaxlib 0.10.2: MJX's ``forward`` split across two CPU devices ne
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -37,46 +35,11 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-
-def use_cpu_cores(n: int | None = None) -> int:
-    """Make JAX expose ``n`` CPU devices (default: every core this process may run on), so
-    that :func:`vmap` spreads a batch over all cores.
-
-    Must be called right after ``import jax``, before any JAX computation (JAX fixes its
-    devices when its backend starts).  Returns ``n``.  Other JAX code in the process then
-    sees ``n`` CPU devices as well; arrays still live on the first one unless placed.
-    """
-    if n is None:
-        n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    if not isinstance(n, int) or n < 1:
-        raise ValueError(f"n must be a positive integer, got {n!r}")
-    try:
-        jax.config.update("jax_num_cpu_devices", n)
-    except RuntimeError as e:
-        raise RuntimeError(
-            "sodyn.use_cpu_cores must be called before the first JAX computation of the process "
-            "(JAX's CPU devices are fixed when its backend starts)"
-        ) from e
-    return n
+from sodyn.runtime.tuning import CHUNK_BYTES, MAX_CHUNK, MIN_CHUNK
 
 
-#: Largest chunk :func:`vmap` picks by itself, and the per-device batch from which it splits a batch
-#: across devices when it picks the chunk size.  Larger chunks gain nothing: their per-level
-#: working set no longer stays in cache.
-MAX_CHUNK = 256
-
-#: Smallest chunk :func:`vmap` picks by itself: smaller chunks pay a scan step per few samples.
-MIN_CHUNK = 32
-
-#: Bytes of intermediates (:func:`intermediate_bytes`, summed over a chunk's samples) that an
-#: automatically sized chunk may hold, calibrated on chunk-size sweeps of forward dynamics, M⁻¹,
-#: M and inverse dynamics for small robots, humanoids and long chains.
-#: The sum counts every intermediate as if XLA wrote it out; fusion keeps most of them in
-#: registers, so the budget is a calibrated constant, not a cache size.
-CHUNK_BYTES = 96 * 2**20
-
-
-def _batch_devices(devices) -> list:
+def _batch_devices(devices: str | Sequence[Any] | None) -> list:
+    """The devices ``devices`` names: every local device for ``"auto"``, none for ``None``."""
     if devices is None:
         return []
     if isinstance(devices, str):
@@ -86,14 +49,17 @@ def _batch_devices(devices) -> list:
     return list(devices)
 
 
-def vmap(
+def batch(
     fun: Callable,
     in_axes: int | None | Sequence[int | None] = 0,
     chunk_size: int | None = None,
     devices: str | Sequence[Any] | None = "auto",
 ) -> Callable:
-    """Like ``jax.vmap(fun, in_axes)`` with outputs batched on axis 0, evaluated in chunks
-    and, with several devices, split across them.
+    """``fun`` mapped over a batch, as ``jax.vmap(fun, in_axes)`` with outputs batched on axis 0,
+    evaluated in chunks and, with several devices, split across them.
+
+    Not a drop-in ``jax.vmap``: ``in_axes`` takes only ``0`` and ``None``, outputs are always
+    batched on their first axis, and the result is a function with the methods below.
 
     ``in_axes`` is ``0`` or ``None`` for all positional arguments, or a sequence of those
     (one per argument; ``0`` batches every leaf of that argument along its first axis).
@@ -102,7 +68,7 @@ def vmap(
     A batch that is not a multiple of the chunk size is padded by repeating its last
     sample, and the padding is dropped from the result.  ``devices="auto"`` splits the batch
     evenly across ``jax.local_devices()`` when there is more than one (see
-    :func:`use_cpu_cores`); ``None`` keeps it on one device; a sequence names the devices.
+    :func:`sodyn.use_cpu_cores`); ``None`` keeps it on one device; a sequence names the devices.
     A batch is split only when every device gets at least ``chunk_size`` samples (at least
     :data:`MAX_CHUNK` with automatic chunks): moving the inputs of a CPU batch onto the other
     devices costs a copy per call, which smaller batches do not repay.
@@ -115,7 +81,7 @@ def vmap(
     Placed inputs skip that copy.  A split call's outputs come back placed the same way,
     so a simulation loop that feeds them back in never copies::
 
-        step = sodyn.jit(batched := sodyn.vmap(f))
+        step = sodyn.jit(batched := sodyn.batch(f))
         state = batched.place(*state)
         for _ in range(n):
             state = step(*state)
@@ -247,7 +213,7 @@ def calls_lapack(fun: Callable, in_axes, *args: Any) -> bool:
 
 
 def auto_chunk_size(fun: Callable, in_axes, *args: Any) -> int:
-    """The chunk size :func:`vmap` picks for ``fun`` on ``args`` (batched along ``in_axes``):
+    """The chunk size :func:`batch` picks for ``fun`` on ``args`` (batched along ``in_axes``):
     the largest power of two in [:data:`MIN_CHUNK`, :data:`MAX_CHUNK`] whose chunk holds at most
     :data:`CHUNK_BYTES` of the function's :func:`intermediate_bytes` per sample."""
     return _chunk_for_bytes(intermediate_bytes(_sample_jaxpr(fun, in_axes, args)))
@@ -264,7 +230,7 @@ def _batch_axes(in_axes, args) -> tuple[tuple, int]:
     if len(axes) != len(args):
         raise ValueError(f"in_axes has {len(axes)} entries for {len(args)} arguments")
     if any(a not in (0, None) for a in axes):
-        raise ValueError(f"sodyn.vmap supports in_axes of 0 or None, got {in_axes!r}")
+        raise ValueError(f"sodyn.batch supports in_axes of 0 or None, got {in_axes!r}")
     sizes = {x.shape[0] for a, arg in zip(axes, args) if a == 0 for x in jax.tree_util.tree_leaves(arg)}
     if len(sizes) != 1:
         raise ValueError(f"batched arguments must share one leading batch size, got sizes {sorted(sizes)}")
