@@ -54,10 +54,18 @@ from sodyn.configuration import (
 )
 from sodyn.control import OSCOutput, osc_torque, posture_torque, task_pd_acceleration
 from sodyn.host_memory import reuse_freed_memory
+from sodyn.io.diagnostics import (
+    IgnoredElementWarning,
+    InertiaWarning,
+    LoadWarning,
+    SingularModelWarning,
+    UnsupportedElementWarning,
+)
 from sodyn.io.mjcf import load_mjcf
 from sodyn.io.urdf import load_urdf
 from sodyn.joints import JointSpec
-from sodyn.model import Model, ModelBuilder
+from sodyn.model import Actuators, Geoms, Keyframes, Model, ModelBuilder
+from sodyn.reduce import lock_joints
 from sodyn.xla_options import jit
 
 # submodules used as ``sodyn.<name>`` (``import sodyn`` is enough)
@@ -81,4 +89,7 @@ __all__ = [
     "operational_space_bias", "operational_space_compliance", "operational_space_dynamics",
     "operational_space_inertia", "osc_torque", "posture_torque", "simultaneous_impulses",
     "task_jacobian", "task_jdot_v", "task_pd_acceleration",
+    # loading real robots (issue 28)
+    "Actuators", "Geoms", "IgnoredElementWarning", "InertiaWarning", "Keyframes", "LoadWarning",
+    "SingularModelWarning", "UnsupportedElementWarning", "lock_joints",
 ]
