@@ -61,7 +61,7 @@ from sodyn.io.diagnostics import (
     SingularModelWarning,
     UnsupportedElementWarning,
 )
-from sodyn.io.mjcf import load_mjcf
+from sodyn.io.mjcf import EqualityConstraints, load_mjcf
 from sodyn.io.urdf import load_urdf
 from sodyn.joints import JointSpec
 from sodyn.model import Actuators, Geoms, Keyframes, Model, ModelBuilder
@@ -90,6 +90,6 @@ __all__ = [
     "operational_space_inertia", "osc_torque", "posture_torque", "simultaneous_impulses",
     "task_jacobian", "task_jdot_v", "task_pd_acceleration",
     # loading real robots (issue 28)
-    "Actuators", "Geoms", "IgnoredElementWarning", "InertiaWarning", "Keyframes", "LoadWarning",
+    "Actuators", "EqualityConstraints", "Geoms", "IgnoredElementWarning", "InertiaWarning", "Keyframes", "LoadWarning",
     "SingularModelWarning", "UnsupportedElementWarning", "lock_joints",
 ]

@@ -87,7 +87,7 @@ def all_urdfs() -> list[str]:
 
 def random_q(model, rng):
     """A random configuration drawn in NumPy (cheaper than compiling random_configuration):
-    uniform within finite limits (else in [-π, π]) for one-dof joints, random unit
+    uniform within the limits intersected with [-π, π] for one-dof joints, random unit
     quaternions and positions in [-1, 1] for free and spherical joints."""
     import numpy as np
 
@@ -101,7 +101,6 @@ def random_q(model, rng):
         elif t == "planar":
             q[s] = rng.uniform(-1, 1, 3)
         else:
-            low = lo[s.start] if np.isfinite(lo[s.start]) else -np.pi
-            high = hi[s.start] if np.isfinite(hi[s.start]) else np.pi
-            q[s] = rng.uniform(low, high)
+            low, high = max(lo[s.start], -np.pi), min(hi[s.start], np.pi)
+            q[s] = rng.uniform(low, high) if low <= high else lo[s.start]
     return q

@@ -27,13 +27,30 @@ Conversion rules
   :func:`mass_matrix_from_mujoco`.
 * **Joint data.**  ``dof_damping`` → ``damping``, ``dof_armature`` → ``armature``,
   ``dof_frictionloss`` → ``friction``, ``jnt_range`` of limited joints → limits,
+  ``jnt_stiffness`` → ``stiffness`` (per dof), ``qpos_spring`` → ``spring_reference``,
+  ``qpos0`` → ``q_neutral`` (what :func:`sodyn.neutral_configuration` returns),
   ``opt.gravity`` → ``gravity``.  (MuJoCo applies free-joint armature and damping to
   ``[v_world; ω_local]``; they are copied as is, which is exact when the three linear values
   are equal.)
-* **Not part of the tree, ignored with a warning:** equality constraints, tendons, joint
-  stiffness (springs), gravity compensation, actuators are simply not modelled (sodyn takes
-  ``tau``), and contacts/limits are constraints.  A free joint below another body or
-  combined with other joints in one body raises ``ValueError`` (MuJoCo itself rejects both).
+* **Options.**  ``<flag>`` switches that remove a force are applied to the data: ``gravity``
+  disabled → zero gravity, ``spring`` → zero stiffness, ``damper`` → zero damping,
+  ``frictionloss`` → zero friction, ``limit`` → no limits, ``contact`` → no collision geoms,
+  ``actuation`` → no actuators, ``clampctrl`` → unbounded controls, ``constraint`` → all of
+  friction loss, limits, contacts and equality constraints.
+* **Actuators** with a joint transmission on a hinge or slide, no activation dynamics, a
+  fixed gain and no or affine bias (``<motor>``, ``<position>``, ``<velocity>``, and
+  ``<general>`` of that form) → :class:`~sodyn.model.Actuators`.  **Collision geoms**
+  (``contype`` or ``conaffinity`` non-zero) of type plane, sphere, capsule and box →
+  :class:`~sodyn.model.Geoms`.  **Keyframes** → :class:`~sodyn.model.Keyframes`.
+* **Equality constraints** (``connect``, ``weld``, ``joint``) are returned by
+  ``load_mjcf(..., with_constraints=True)`` as :class:`EqualityConstraints`.
+* **Not modelled, one** :class:`~sodyn.io.diagnostics.UnsupportedElementWarning` **per model
+  naming each element:** tendons, gravity compensation, fluid forces (``density``,
+  ``viscosity``, ``fluidshape``), collision geoms of other types (mesh, cylinder, ...),
+  explicit contact pairs, other actuators, flexes, equality constraints when
+  ``with_constraints`` is off (or of other types), and the ``override`` flag.  A free joint
+  below another body or combined with other joints in one body raises ``ValueError``
+  (MuJoCo itself rejects both).
 """
 
 from __future__ import annotations
@@ -41,13 +58,53 @@ from __future__ import annotations
 import os
 import warnings
 
+import equinox as eqx
+import jax
 import jax.numpy as jnp
 import numpy as np
 
 from sodyn import spatial
-from sodyn.io import _xml
+from sodyn.io import _xml, diagnostics
 from sodyn.joints import JointSpec
-from sodyn.model import Model, ModelBuilder
+from sodyn.model import WORLD, Model, ModelBuilder
+
+#: MuJoCo geom types kept as collision geometry, by ``mjtGeom`` value.
+_GEOM_KEPT = {0: "plane", 2: "sphere", 3: "capsule", 6: "box"}
+_GEOM_NAMES = {1: "hfield", 4: "ellipsoid", 5: "cylinder", 7: "mesh", 8: "sdf"}
+
+
+class EqualityConstraints(eqx.Module):
+    """MuJoCo ``<equality>`` constraints (``ne`` of them) on a sodyn model.
+
+    ``frame1``/``frame2`` index ``model.frame_names`` (``-1`` = world).  Per ``kind``:
+
+    * ``"connect"``: the point ``anchor1`` of frame 1 coincides with the point ``anchor2`` of
+      frame 2 (each in its frame);
+    * ``"weld"``: additionally frame 1's orientation is ``R₂ · relative_rotation``; the point
+      ``anchor1`` of frame 1 coincides with ``anchor2`` of frame 2; ``torque_scale`` weighs
+      the rotational residual (MuJoCo's ``torquescale``);
+    * ``"joint"``: ``q[joint1] − q0₁ = Σₖ polycoef[k] (q[joint2] − q0₂)ᵏ`` with ``q0`` the
+      neutral values (``joint2`` ``-1``: ``q[joint1] − q0₁ = polycoef[0]``).
+
+    Static fields: ``names``, ``kind``, ``frame1``, ``frame2``, ``joint1``, ``joint2``
+    (indices into ``q``, ``-1`` where unused), ``active`` (enabled in the file).
+    """
+
+    anchor1: jax.Array
+    anchor2: jax.Array
+    relative_rotation: jax.Array
+    torque_scale: jax.Array
+    polycoef: jax.Array
+    names: tuple[str, ...] = eqx.field(static=True)
+    kind: tuple[str, ...] = eqx.field(static=True)
+    frame1: tuple[int, ...] = eqx.field(static=True)
+    frame2: tuple[int, ...] = eqx.field(static=True)
+    joint1: tuple[int, ...] = eqx.field(static=True)
+    joint2: tuple[int, ...] = eqx.field(static=True)
+    active: tuple[bool, ...] = eqx.field(static=True)
+
+    def __len__(self) -> int:
+        return len(self.names)
 
 
 def _quat_to_matrix(q) -> np.ndarray:
@@ -66,8 +123,11 @@ def _axis_angle(axis, angle) -> np.ndarray:
     return np.eye(3) + np.sin(angle) * K + (1 - np.cos(angle)) * K @ K
 
 
-def load_mjcf(path_or_xml, *, name: str | None = None, dtype=None) -> Model:
+def load_mjcf(path_or_xml, *, name: str | None = None, dtype=None, with_constraints: bool = False):
     """Compile an MJCF file or XML string with ``mujoco`` and convert it (module docstring).
+
+    Returns the :class:`Model`, or ``(model, constraints)`` with ``with_constraints=True``
+    (``constraints`` an :class:`EqualityConstraints`, empty when the file has none).
 
     Raises ``FileNotFoundError`` for a missing file and ``ValueError`` (naming the file and
     MuJoCo's message, which gives the element and line) when MuJoCo rejects the model.
@@ -93,13 +153,28 @@ def load_mjcf(path_or_xml, *, name: str | None = None, dtype=None) -> Model:
         except ValueError as e:
             raise ValueError(f"{source}: MuJoCo could not compile the model: {e}") from None
     try:
-        return from_mujoco(mj, name=name, dtype=dtype)
+        return from_mujoco(mj, name=name, dtype=dtype, with_constraints=with_constraints, source=source)
     except ValueError as e:
         raise ValueError(f"{source}: {e}") from None
 
 
-def from_mujoco(mj, name: str | None = None, dtype=None) -> Model:
-    """Convert a compiled ``mujoco.MjModel`` into a sodyn :class:`Model` (module docstring)."""
+def _flags(mj) -> set[str]:
+    """Names of the dynamics-changing ``<flag>`` switches that the model turns off."""
+    import mujoco
+
+    bits = mujoco.mjtDisableBit
+    off = {n for n in ("constraint", "equality", "frictionloss", "limit", "contact", "spring", "damper", "gravity",
+                       "clampctrl", "actuation")
+           if mj.opt.disableflags & int(getattr(bits, f"mjDSBL_{n.upper()}"))}
+    if "constraint" in off:
+        off |= {"equality", "frictionloss", "limit", "contact"}
+    return off
+
+
+def from_mujoco(mj, name: str | None = None, dtype=None, with_constraints: bool = False,
+                source: str = "<MjModel>"):
+    """Convert a compiled ``mujoco.MjModel`` into a sodyn :class:`Model` (module docstring);
+    ``(model, constraints)`` with ``with_constraints=True``."""
     import mujoco
 
     obj = mujoco.mjtObj
@@ -109,20 +184,10 @@ def from_mujoco(mj, name: str | None = None, dtype=None) -> Model:
         s = mujoco.mj_id2name(mj, kind, i)
         return s if s else fallback
 
-    ignored = []
-    if mj.neq:
-        ignored.append(f"{mj.neq} equality constraint(s)")
-    if mj.ntendon:
-        ignored.append(f"{mj.ntendon} tendon(s)")
-    if np.any(mj.jnt_stiffness != 0):
-        ignored.append("joint stiffness (springs)")
-    if hasattr(mj, "body_gravcomp") and np.any(mj.body_gravcomp != 0):
-        ignored.append("gravity compensation")
-    if ignored:
-        warnings.warn("sodyn ignores what is not part of the kinematic tree: " + ", ".join(ignored),
-                      stacklevel=3)
-
-    b = ModelBuilder(gravity=np.asarray(mj.opt.gravity, float), name=name or nm(obj.mjOBJ_MODEL, 0, "mjcf"))
+    off = _flags(mj)
+    unsupported: list[str] = []
+    gravity = np.zeros(3) if "gravity" in off else np.asarray(mj.opt.gravity, float)
+    b = ModelBuilder(gravity=gravity, name=name or nm(obj.mjOBJ_MODEL, 0, "mjcf"))
     used: set[str] = set()
 
     def unique(s):
@@ -168,8 +233,10 @@ def from_mujoco(mj, name: str | None = None, dtype=None) -> Model:
             # move to this one (in MuJoCo body axes, which every body of the chain shares).
             trans = trans + rot @ (anchor - prev_anchor)
             lower = upper = None
-            if mj.jnt_limited[j] and t in (jt.mjJNT_HINGE, jt.mjJNT_SLIDE):
+            if mj.jnt_limited[j] and t in (jt.mjJNT_HINGE, jt.mjJNT_SLIDE) and "limit" not in off:
                 lower, upper = float(mj.jnt_range[j][0]), float(mj.jnt_range[j][1])
+            qa = int(mj.jnt_qposadr[j])
+            qs = slice(qa, qa + {jt.mjJNT_FREE: 7, jt.mjJNT_BALL: 4}.get(t, 1))
             if t == jt.mjJNT_FREE:
                 if parent is not None or jnum != 1:
                     raise ValueError(f"body {bname!r}: a free joint must be the only joint of a "
@@ -194,8 +261,12 @@ def from_mujoco(mj, name: str | None = None, dtype=None) -> Model:
                 body_name, parent, spec, rotation=rot, translation=trans,
                 mass=mass if is_last else 0.0, com=ipos - anchor if is_last else np.zeros(3),
                 inertia=inertia if is_last else np.zeros((3, 3)), joint_name=jname,
-                damping=np.asarray(mj.dof_damping[dofs]), armature=np.asarray(mj.dof_armature[dofs]),
-                friction=np.asarray(mj.dof_frictionloss[dofs]), lower=lower, upper=upper,
+                damping=0.0 if "damper" in off else np.asarray(mj.dof_damping[dofs]),
+                armature=np.asarray(mj.dof_armature[dofs]),
+                friction=0.0 if "frictionloss" in off else np.asarray(mj.dof_frictionloss[dofs]),
+                lower=lower, upper=upper,
+                stiffness=0.0 if "spring" in off else float(mj.jnt_stiffness[j]),
+                spring_reference=np.asarray(mj.qpos_spring[qs]), q_neutral=np.asarray(mj.qpos0[qs]),
                 massless_ok=True, check_triangle_inequality=False,
             )
             parent, rot, trans, prev_anchor = k, np.eye(3), np.zeros(3), anchor
@@ -211,7 +282,173 @@ def from_mujoco(mj, name: str | None = None, dtype=None) -> Model:
         frames.append((sname, par, _quat_to_matrix(mj.site_quat[s]), off + np.asarray(mj.site_pos[s], float)))
     for fname, par, r, p in frames:
         b.add_frame(fname, par, rotation=r, translation=p)
-    return b.build(dtype=dtype)
+    if "contact" not in off:
+        _add_geoms(mj, b, last, nm, unsupported)
+    if "actuation" not in off:
+        _add_actuators(mj, b, joint_names, nm, off, unsupported)
+    for k in range(mj.nkey):
+        b.add_keyframe(nm(obj.mjOBJ_KEY, k, f"key{k}"), mj.key_qpos[k], _qvel_to_v(mj, mj.key_qpos[k], mj.key_qvel[k]))
+    _unsupported(mj, nm, off, with_constraints, unsupported)
+    model = b.build(dtype=dtype)
+    if unsupported:
+        warnings.warn(diagnostics.UnsupportedElementWarning(
+            f"{source}: sodyn does not model these elements, which change the dynamics:\n  " + "\n  ".join(unsupported),
+            tuple(unsupported)), stacklevel=3)
+    singular = diagnostics.singular_joints(model)
+    if singular:
+        warnings.warn(diagnostics.SingularModelWarning(diagnostics.singular_message(source, singular), singular),
+                      stacklevel=3)
+    if with_constraints:
+        return model, _equality(mj, model, body_names, "equality" in off)
+    return model
+
+
+def _qvel_to_v(mj, qpos, qvel) -> np.ndarray:
+    """MuJoCo ``qvel`` → sodyn ``v`` in NumPy (free joints: ``[v_world; ω]`` → ``[ω; Rᵀ v_world]``)."""
+    v = np.array(qvel, dtype=np.float64)
+    for j in range(mj.njnt):
+        if mj.jnt_type[j] == 0:  # free
+            a, d = int(mj.jnt_qposadr[j]), int(mj.jnt_dofadr[j])
+            r = _quat_to_matrix(qpos[a + 3: a + 7])
+            v[d: d + 6] = np.concatenate([qvel[d + 3: d + 6], r.T @ qvel[d: d + 3]])
+    return v
+
+
+def _add_geoms(mj, b: ModelBuilder, last, nm, unsupported: list[str]) -> None:
+    import mujoco
+
+    for g in range(mj.ngeom):
+        if mj.geom_contype[g] == 0 and mj.geom_conaffinity[g] == 0:
+            continue  # visual only
+        t = int(mj.geom_type[g])
+        gname = nm(mujoco.mjtObj.mjOBJ_GEOM, g, f"geom{g}")
+        if t not in _GEOM_KEPT:
+            unsupported.append(f"<geom name={gname!r} type={_GEOM_NAMES.get(t, t)!r}> (collision geometry of "
+                               "this type)")
+            continue
+        par, off = last[int(mj.geom_bodyid[g])]
+        b.add_geom(gname, par, _GEOM_KEPT[t], np.asarray(mj.geom_size[g], float),
+                   rotation=_quat_to_matrix(mj.geom_quat[g]), translation=off + np.asarray(mj.geom_pos[g], float),
+                   friction=np.asarray(mj.geom_friction[g], float))
+
+
+def _add_actuators(mj, b: ModelBuilder, joint_names, nm, off, unsupported: list[str]) -> None:
+    import mujoco
+
+    for i in range(mj.nu):
+        aname = nm(mujoco.mjtObj.mjOBJ_ACTUATOR, i, f"actuator{i}")
+        j = int(mj.actuator_trnid[i, 0])
+        ok = (int(mj.actuator_trntype[i]) == int(mujoco.mjtTrn.mjTRN_JOINT) and int(mj.jnt_type[j]) in (2, 3)
+              and int(mj.actuator_dyntype[i]) == int(mujoco.mjtDyn.mjDYN_NONE)
+              and int(mj.actuator_gaintype[i]) == int(mujoco.mjtGain.mjGAIN_FIXED)
+              and int(mj.actuator_biastype[i]) in (int(mujoco.mjtBias.mjBIAS_NONE), int(mujoco.mjtBias.mjBIAS_AFFINE)))
+        if not ok:
+            unsupported.append(f"<actuator name={aname!r}> (only fixed-gain, affine-bias actuators without "
+                               "activation dynamics on a hinge or slide are modelled)")
+            continue
+        gain = float(mj.actuator_gainprm[i, 0])
+        bias = np.asarray(mj.actuator_biasprm[i, :3], float) if mj.actuator_biastype[i] else np.zeros(3)
+        kind = "general"
+        if gain == 1 and not np.any(bias):
+            kind = "motor"
+        elif bias[0] == 0 and bias[1] == -gain and bias[2] <= 0:
+            kind = "position"
+        elif bias[0] == 0 and bias[1] == 0 and bias[2] == -gain:
+            kind = "velocity"
+        inf = np.array([-np.inf, np.inf])
+        ctrl = (np.asarray(mj.actuator_ctrlrange[i], float)
+                if mj.actuator_ctrllimited[i] and "clampctrl" not in off else inf)
+        force = np.asarray(mj.actuator_forcerange[i], float) if mj.actuator_forcelimited[i] else inf
+        b.add_actuator(aname, joint_names[j], kind=kind, gear=float(mj.actuator_gear[i, 0]), gain=gain, bias=bias,
+                       ctrl_range=ctrl, force_range=force)
+
+
+def _unsupported(mj, nm, off, with_constraints: bool, out: list[str]) -> None:
+    import mujoco
+
+    obj = mujoco.mjtObj
+    for t in range(mj.ntendon):
+        out.append(f"<tendon name={nm(obj.mjOBJ_TENDON, t, f'tendon{t}')!r}>")
+    for i in np.flatnonzero(mj.body_gravcomp):
+        out.append(f"<body name={nm(obj.mjOBJ_BODY, int(i), f'body{i}')!r} gravcomp={mj.body_gravcomp[i]:g}>")
+    if mj.opt.density or mj.opt.viscosity:
+        out.append(f"<option density={mj.opt.density:g} viscosity={mj.opt.viscosity:g}> (fluid forces)")
+    for g in np.flatnonzero(mj.geom_fluid[:, 0]):
+        out.append(f"<geom name={nm(obj.mjOBJ_GEOM, int(g), f'geom{g}')!r} fluidshape='ellipsoid'> (fluid forces)")
+    if mj.npair and "contact" not in off:
+        out.append(f"{mj.npair} <contact><pair> element(s) (explicit contact pairs)")
+    if getattr(mj, "nflex", 0):
+        out.append(f"{mj.nflex} <flex> element(s)")
+    if mj.opt.enableflags & int(mujoco.mjtEnableBit.mjENBL_OVERRIDE) and "contact" not in off:
+        out.append("<flag override='enable'> (contact parameter override)")
+    if "equality" in off:
+        return
+    for e in range(mj.neq):
+        kind = int(mj.eq_type[e])
+        if not with_constraints or not _eq_supported(mj, e):
+            out.append(f"<equality><{_EQ_NAMES.get(kind, kind)} name={nm(obj.mjOBJ_EQUALITY, e, f'equality{e}')!r}>"
+                       + ("" if with_constraints else " (pass with_constraints=True to get it)"))
+
+
+_EQ_NAMES = {0: "connect", 1: "weld", 2: "joint", 3: "tendon", 4: "flex", 5: "distance"}
+
+
+def _eq_supported(mj, e: int) -> bool:
+    """connect (bodies or sites), weld between bodies, joint coupling of hinges/slides."""
+    import mujoco
+
+    kind, objtype = int(mj.eq_type[e]), int(mj.eq_objtype[e])
+    body, site = int(mujoco.mjtObj.mjOBJ_BODY), int(mujoco.mjtObj.mjOBJ_SITE)
+    if kind == 0:
+        return objtype in (body, site)
+    if kind == 1:
+        return objtype == body
+    if kind == 2:
+        return all(mj.jnt_type[j] in (2, 3) for j in mj.eq_obj1id[e: e + 1].tolist() + [
+            x for x in mj.eq_obj2id[e: e + 1].tolist() if x >= 0])
+    return False
+
+
+def _equality(mj, model: Model, body_names, disabled: bool) -> EqualityConstraints:
+    """The supported ``<equality>`` elements (see :class:`EqualityConstraints`)."""
+    import mujoco
+
+    site = int(mujoco.mjtObj.mjOBJ_SITE)
+    rows = []
+    for e in range([mj.neq, 0][disabled]):
+        if not _eq_supported(mj, e):
+            continue
+        kind = _EQ_NAMES[int(mj.eq_type[e])]
+        data = np.asarray(mj.eq_data[e], float)
+        o1, o2 = int(mj.eq_obj1id[e]), int(mj.eq_obj2id[e])
+        a1, a2, rel, ts, poly = np.zeros(3), np.zeros(3), np.eye(3), 1.0, np.zeros(5)
+        f1 = f2 = WORLD
+        j1 = j2 = -1
+        if kind == "joint":
+            j1 = int(mj.jnt_qposadr[o1])
+            j2 = int(mj.jnt_qposadr[o2]) if o2 >= 0 else -1
+            poly = data[:5]
+        else:
+            if int(mj.eq_objtype[e]) == site:  # points of two sites, on their bodies
+                a1, a2 = np.asarray(mj.site_pos[o1], float), np.asarray(mj.site_pos[o2], float)
+                o1, o2 = int(mj.site_bodyid[o1]), int(mj.site_bodyid[o2])
+            elif kind == "connect":
+                a1, a2 = data[0:3], data[3:6]
+            else:  # weld: residual quaternion q2⁻¹ q1 relpose, so R1 = R2 relposeᵀ
+                a1, a2, rel, ts = data[3:6], data[0:3], _quat_to_matrix(data[6:10]).T, float(data[10])
+            f1 = WORLD if o1 == 0 else model.frame_id(body_names[o1])
+            f2 = WORLD if o2 == 0 else model.frame_id(body_names[o2])
+        rows.append((mujoco.mj_id2name(mj, mujoco.mjtObj.mjOBJ_EQUALITY, e) or f"equality{e}", kind, f1, f2, j1, j2,
+                     bool(mj.eq_active0[e]), a1, a2, rel, ts, poly))
+    arr = lambda x, shape: jnp.asarray(np.array(x, dtype=np.float64).reshape(shape), dtype=model.mass.dtype)  # noqa: E731
+    return EqualityConstraints(
+        anchor1=arr([r[7] for r in rows], (-1, 3)), anchor2=arr([r[8] for r in rows], (-1, 3)),
+        relative_rotation=arr([r[9] for r in rows], (-1, 3, 3)), torque_scale=arr([r[10] for r in rows], (-1,)),
+        polycoef=arr([r[11] for r in rows], (-1, 5)),
+        names=tuple(r[0] for r in rows), kind=tuple(r[1] for r in rows), frame1=tuple(r[2] for r in rows),
+        frame2=tuple(r[3] for r in rows), joint1=tuple(r[4] for r in rows), joint2=tuple(r[5] for r in rows),
+        active=tuple(r[6] for r in rows),
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -314,7 +551,7 @@ def mass_matrix_from_mujoco(model: Model, q, M_mj):
 
 
 __all__ = [
-    "a_from_mujoco", "a_to_mujoco", "from_mujoco", "load_mjcf", "mass_matrix_from_mujoco",
+    "EqualityConstraints", "a_from_mujoco", "a_to_mujoco", "from_mujoco", "load_mjcf", "mass_matrix_from_mujoco",
     "q_from_mujoco", "q_to_mujoco", "tau_from_mujoco", "tau_to_mujoco", "v_from_mujoco",
     "v_to_mujoco", "velocity_map_to_mujoco",
 ]
