@@ -5,10 +5,11 @@ both load it or both reject it.  Then, at a random state with gravity, float64: 
 the joint data of the file (position, velocity and effort limits, damping, friction), ``M``,
 inverse dynamics and, when ``M`` is regular, ``M⁻¹``, forward dynamics and ``log det M``
 (against Pinocchio's ``U D Uᵀ`` factorization), to 1e-9 relative (``M⁻¹`` and ``log det M``
-scaled by ``cond(M) · 1e-6`` where that is larger).  Inertias sodyn repaired (``InertiaWarning``) are compared against Pinocchio
-built from the same repaired inertias.  A model with massless subtrees must warn
-(``SingularModelWarning``) exactly when Pinocchio's ``M`` is singular; its forward dynamics
-is compared after locking the joints named in the warning (``pin.buildReducedModel``).
+scaled by ``cond(M) · 1e-6`` where that is larger).  Inertias sodyn repaired
+(``InertiaWarning``) are compared against Pinocchio built from the same repaired inertias.
+A model with massless subtrees must warn (``SingularModelWarning``) exactly when
+Pinocchio's ``M`` is singular; its forward dynamics is compared after locking the joints
+named in the warning (``pin.buildReducedModel``).
 
 The walk over every file is marked ``slow``; ``SUBSET`` runs in the default suite.
 """
