@@ -184,9 +184,9 @@ def from_mujoco(mj, name: str | None = None, dtype=None, with_constraints: bool 
         s = mujoco.mj_id2name(mj, kind, i)
         return s if s else fallback
 
-    off = _flags(mj)
+    flags_off = _flags(mj)
     unsupported: list[str] = []
-    gravity = np.zeros(3) if "gravity" in off else np.asarray(mj.opt.gravity, float)
+    gravity = np.zeros(3) if "gravity" in flags_off else np.asarray(mj.opt.gravity, float)
     b = ModelBuilder(gravity=gravity, name=name or nm(obj.mjOBJ_MODEL, 0, "mjcf"))
     used: set[str] = set()
 
@@ -233,7 +233,7 @@ def from_mujoco(mj, name: str | None = None, dtype=None, with_constraints: bool 
             # move to this one (in MuJoCo body axes, which every body of the chain shares).
             trans = trans + rot @ (anchor - prev_anchor)
             lower = upper = None
-            if mj.jnt_limited[j] and t in (jt.mjJNT_HINGE, jt.mjJNT_SLIDE) and "limit" not in off:
+            if mj.jnt_limited[j] and t in (jt.mjJNT_HINGE, jt.mjJNT_SLIDE) and "limit" not in flags_off:
                 lower, upper = float(mj.jnt_range[j][0]), float(mj.jnt_range[j][1])
             qa = int(mj.jnt_qposadr[j])
             qs = slice(qa, qa + {jt.mjJNT_FREE: 7, jt.mjJNT_BALL: 4}.get(t, 1))
@@ -261,11 +261,11 @@ def from_mujoco(mj, name: str | None = None, dtype=None, with_constraints: bool 
                 body_name, parent, spec, rotation=rot, translation=trans,
                 mass=mass if is_last else 0.0, com=ipos - anchor if is_last else np.zeros(3),
                 inertia=inertia if is_last else np.zeros((3, 3)), joint_name=jname,
-                damping=0.0 if "damper" in off else np.asarray(mj.dof_damping[dofs]),
+                damping=0.0 if "damper" in flags_off else np.asarray(mj.dof_damping[dofs]),
                 armature=np.asarray(mj.dof_armature[dofs]),
-                friction=0.0 if "frictionloss" in off else np.asarray(mj.dof_frictionloss[dofs]),
+                friction=0.0 if "frictionloss" in flags_off else np.asarray(mj.dof_frictionloss[dofs]),
                 lower=lower, upper=upper,
-                stiffness=0.0 if "spring" in off else float(mj.jnt_stiffness[j]),
+                stiffness=0.0 if "spring" in flags_off else float(mj.jnt_stiffness[j]),
                 spring_reference=np.asarray(mj.qpos_spring[qs]), q_neutral=np.asarray(mj.qpos0[qs]),
                 massless_ok=True, check_triangle_inequality=False,
             )
@@ -282,13 +282,13 @@ def from_mujoco(mj, name: str | None = None, dtype=None, with_constraints: bool 
         frames.append((sname, par, _quat_to_matrix(mj.site_quat[s]), off + np.asarray(mj.site_pos[s], float)))
     for fname, par, r, p in frames:
         b.add_frame(fname, par, rotation=r, translation=p)
-    if "contact" not in off:
+    if "contact" not in flags_off:
         _add_geoms(mj, b, last, nm, unsupported)
-    if "actuation" not in off:
-        _add_actuators(mj, b, joint_names, nm, off, unsupported)
+    if "actuation" not in flags_off:
+        _add_actuators(mj, b, joint_names, nm, flags_off, unsupported)
     for k in range(mj.nkey):
         b.add_keyframe(nm(obj.mjOBJ_KEY, k, f"key{k}"), mj.key_qpos[k], _qvel_to_v(mj, mj.key_qpos[k], mj.key_qvel[k]))
-    _unsupported(mj, nm, off, with_constraints, unsupported)
+    _unsupported(mj, nm, flags_off, with_constraints, unsupported)
     model = b.build(dtype=dtype)
     if unsupported:
         warnings.warn(diagnostics.UnsupportedElementWarning(
@@ -299,7 +299,7 @@ def from_mujoco(mj, name: str | None = None, dtype=None, with_constraints: bool 
         warnings.warn(diagnostics.SingularModelWarning(diagnostics.singular_message(source, singular), singular),
                       stacklevel=3)
     if with_constraints:
-        return model, _equality(mj, model, body_names, "equality" in off)
+        return model, _equality(mj, model, body_names, "equality" in flags_off)
     return model
 
 
