@@ -9,10 +9,11 @@ Per file, against the compiled ``mujoco.MjModel`` and its ``MjData`` at a random
   generalised force ``qfrc_actuator`` they produce for random controls) and equality
   constraints (their residuals equal MuJoCo's ``efc_pos`` rows);
 * every element sodyn does not model is named in the one ``UnsupportedElementWarning``;
-* ``M`` (``mj_fullM``), and the smooth dynamics (``qacc`` of ``mj_forward`` under sodyn's
-  inverse-dynamics torque) with constraints, contacts, springs, dampers, actuation and the
-  unmodelled forces off on both sides; again with dampers on; joint spring forces
-  (``qfrc_spring``) from the stored stiffness.
+* ``M`` (``mj_fullM``), inverse dynamics (``mj_rne``) and, where ``M`` is regular, the
+  smooth dynamics (``qacc`` of ``mj_forward`` under sodyn's inverse-dynamics torque) with
+  constraints, contacts, springs, dampers, actuation and the unmodelled forces off on both
+  sides; again with dampers on; joint spring forces (``qfrc_spring``) from the stored
+  stiffness.
 
 1e-9 relative, float64.  The walk over every file is ``slow``; ``SUBSET`` runs by default.
 """
@@ -202,6 +203,12 @@ def check_dynamics(model, mj, out, mj_state, state):
     M = np.zeros((m.nv, m.nv))
     mujoco.mj_fullM(m, d, M)
     assert rel_err(mass_matrix_from_mujoco(model, q, M), out["M"]) < TOL
+    d.qacc[:] = qacc
+    rne = np.zeros(m.nv)
+    mujoco.mj_rne(m, d, 1, rne)  # M qacc + bias, without armature
+    assert rel_err(tau_to_mujoco(model, q, out["tau"]), rne + m.dof_armature * qacc) < TOL
+    if np.linalg.cond(M) > 1e12:  # dependent joint axes: MuJoCo reports M singular, qacc is not unique
+        return
     for damper in (False, True):
         if damper and not np.any(np.asarray(model.damping)):
             continue

@@ -9,7 +9,8 @@ Conversion rules
 * **Bodies** keep MuJoCo's order (depth-first, the order of ``qpos``/``qvel``).  A MuJoCo
   body with several joints becomes a chain of sodyn bodies, one per joint: all but the last
   are massless and named ``<body>__<joint>``; the last carries the inertia (``body_mass``,
-  ``body_ipos``, ``body_iquat``, ``body_inertia``).
+  ``body_ipos``, ``body_iquat``, ``body_inertia``; like MuJoCo, the body frame stands in for
+  the inertial frame where the compiler marked them the same, ``body_sameframe``).
 * **Joint anchors.**  A sodyn body frame sits on its joint (hinge/ball: at ``jnt_pos``).
   When the anchor is not the MuJoCo body origin the body is named ``<body>__anchor`` and a
   frame named ``<body>`` marks the MuJoCo body frame, so ``frame_pose(model, q, "<body>")``
@@ -209,9 +210,12 @@ def from_mujoco(mj, name: str | None = None, dtype=None, with_constraints: bool 
         r_b = _quat_to_matrix(mj.body_quat[i])
         p_b = off + np.asarray(mj.body_pos[i], float)
         mass = float(mj.body_mass[i])
-        ri = _quat_to_matrix(mj.body_iquat[i])
+        # MuJoCo computes with the body frame when the compiler found the inertial frame to
+        # coincide with it (body_sameframe 1: position and axes, 3: axes only).
+        same = int(mj.body_sameframe[i])
+        ri = np.eye(3) if same in (1, 3) else _quat_to_matrix(mj.body_iquat[i])
         inertia = ri @ np.diag(mj.body_inertia[i]) @ ri.T
-        ipos = np.asarray(mj.body_ipos[i], float)
+        ipos = np.zeros(3) if same == 1 else np.asarray(mj.body_ipos[i], float)
         jadr, jnum = int(mj.body_jntadr[i]), int(mj.body_jntnum[i])
         if jnum == 0:
             k = b.add_body(bname, par, JointSpec.fixed(), rotation=r_b, translation=p_b, mass=mass,
