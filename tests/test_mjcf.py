@@ -330,3 +330,28 @@ def test_bad_mjcf(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         load_mjcf(FLOATING)  # a clean model does not warn
+
+
+def test_lock_joints_keeps_model_data():
+    """Locking keeps geoms (re-expressed in the movable body), keyframes (without the locked
+    coordinates) and the actuators of joints that stay movable."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sd.LoadWarning)
+        model = load_mjcf(OPTIONS)
+    q = np.asarray(model.q_neutral).copy()
+    q[7] = 0.4
+    reduced = sd.lock_joints(model, ["hinge"], q)
+    assert reduced.joint_names == ("root",) and len(reduced.actuators) == 0
+    assert reduced.geoms.names == model.geoms.names and reduced.geoms.body == (-1, 0, 0)
+    np.testing.assert_array_equal(reduced.keyframes.q, np.asarray(model.keyframes.q)[:, :7])
+    np.testing.assert_array_equal(reduced.keyframes.v, np.asarray(model.keyframes.v)[:, :6])
+    def world(m, q, i):  # world pose of geom i
+        fk, k = sd.forward_kinematics(m, q), m.geoms.body[i]
+        r, p = np.eye(3), np.zeros(3)
+        if k >= 0:
+            r, p = np.asarray(fk.body.rotation[k]), np.asarray(fk.body.translation[k])
+        return r @ np.asarray(m.geoms.rotation[i]), r @ np.asarray(m.geoms.translation[i]) + p
+
+    for i in range(3):  # geom world poses are unchanged
+        for x, y in zip(world(model, q, i), world(reduced, q[:7], i), strict=True):
+            np.testing.assert_allclose(x, y, atol=1e-12)
