@@ -271,7 +271,7 @@ def _check_mimic_targets(doc: _xml.Document, joints: list[_Joint], error: bool) 
         warnings.warn(diagnostics.IgnoredElementWarning(
             "mimic tags naming no joint of the file (ignored: mimic='independent' keeps every joint "
             "independent; strict=True makes this an error):\n  " + "\n  ".join(where),
-            tuple(f"line {doc.line(j.el.find('mimic'))}" for j in bad)), stacklevel=4)
+            tuple(f"line {doc.line(j.el.find('mimic'))}" for j in bad)), stacklevel=3)
 
 
 def _tree_order(doc: _xml.Document, robot, links, joints) -> tuple[str, list[_Joint]]:
