@@ -124,7 +124,9 @@ def _axis_angle(axis, angle) -> np.ndarray:
     return np.eye(3) + np.sin(angle) * K + (1 - np.cos(angle)) * K @ K
 
 
-def load_mjcf(path_or_xml, *, name: str | None = None, dtype=None, with_constraints: bool = False):
+def load_mjcf(
+    path_or_xml, *, name: str | None = None, dtype=None, with_constraints: bool = False
+) -> Model | tuple[Model, EqualityConstraints]:
     """Compile an MJCF file or XML string with ``mujoco`` and convert it (module docstring).
 
     Returns the :class:`Model`, or ``(model, constraints)`` with ``with_constraints=True``
@@ -173,7 +175,7 @@ def _flags(mj) -> set[str]:
 
 
 def from_mujoco(mj, name: str | None = None, dtype=None, with_constraints: bool = False,
-                source: str = "<MjModel>"):
+                source: str = "<MjModel>") -> Model | tuple[Model, EqualityConstraints]:
     """Convert a compiled ``mujoco.MjModel`` into a sodyn :class:`Model` (module docstring);
     ``(model, constraints)`` with ``with_constraints=True``."""
     import mujoco

@@ -366,7 +366,7 @@ def load_urdf(
     dtype=None,
     strict: bool = False,
     invalid_inertia: str = "error",
-):
+) -> Model | CoupledURDF:
     """Load a URDF file (or XML string) into a :class:`sodyn.Model`; see the module docstring.
 
     ``floating_base`` puts a free joint (``root_joint_name``) under the root link;
