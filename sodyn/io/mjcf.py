@@ -59,62 +59,22 @@ from __future__ import annotations
 import os
 import warnings
 
-import equinox as eqx
-import jax
 import jax.numpy as jnp
 import numpy as np
 
 from sodyn import spatial
 from sodyn.io import _xml, diagnostics
+from sodyn.io._mjcf_elements import (
+    add_actuators,
+    add_geoms,
+    quat_to_matrix,
+    qvel_to_v,
+    switched_off,
+    unsupported_elements,
+)
+from sodyn.io.mjcf_equality import EqualityConstraints, equality_constraints
 from sodyn.joints import JointSpec
-from sodyn.model import WORLD, Model, ModelBuilder
-
-#: MuJoCo geom types kept as collision geometry, by ``mjtGeom`` value.
-_GEOM_KEPT = {0: "plane", 2: "sphere", 3: "capsule", 6: "box"}
-_GEOM_NAMES = {1: "hfield", 4: "ellipsoid", 5: "cylinder", 7: "mesh", 8: "sdf"}
-
-
-class EqualityConstraints(eqx.Module):
-    """MuJoCo ``<equality>`` constraints (``ne`` of them) on a sodyn model.
-
-    ``frame1``/``frame2`` index ``model.frame_names`` (``-1`` = world).  Per ``kind``:
-
-    * ``"connect"``: the point ``anchor1`` of frame 1 coincides with the point ``anchor2`` of
-      frame 2 (each in its frame);
-    * ``"weld"``: additionally frame 1's orientation is ``R₂ · relative_rotation``; the point
-      ``anchor1`` of frame 1 coincides with ``anchor2`` of frame 2; ``torque_scale`` weighs
-      the rotational residual (MuJoCo's ``torquescale``);
-    * ``"joint"``: ``q[joint1] − q0₁ = Σₖ polycoef[k] (q[joint2] − q0₂)ᵏ`` with ``q0`` the
-      neutral values (``joint2`` ``-1``: ``q[joint1] − q0₁ = polycoef[0]``).
-
-    Static fields: ``names``, ``kind``, ``frame1``, ``frame2``, ``joint1``, ``joint2``
-    (indices into ``q``, ``-1`` where unused), ``active`` (enabled in the file).
-    """
-
-    anchor1: jax.Array
-    anchor2: jax.Array
-    relative_rotation: jax.Array
-    torque_scale: jax.Array
-    polycoef: jax.Array
-    names: tuple[str, ...] = eqx.field(static=True)
-    kind: tuple[str, ...] = eqx.field(static=True)
-    frame1: tuple[int, ...] = eqx.field(static=True)
-    frame2: tuple[int, ...] = eqx.field(static=True)
-    joint1: tuple[int, ...] = eqx.field(static=True)
-    joint2: tuple[int, ...] = eqx.field(static=True)
-    active: tuple[bool, ...] = eqx.field(static=True)
-
-    def __len__(self) -> int:
-        return len(self.names)
-
-
-def _quat_to_matrix(q) -> np.ndarray:
-    w, x, y, z = np.asarray(q, dtype=np.float64) / np.linalg.norm(q)
-    return np.array([
-        [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-        [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-        [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
-    ])
+from sodyn.model import Model, ModelBuilder
 
 
 def _axis_angle(axis, angle) -> np.ndarray:
@@ -161,19 +121,6 @@ def load_mjcf(
         raise ValueError(f"{source}: {e}") from None
 
 
-def _flags(mj) -> set[str]:
-    """Names of the dynamics-changing ``<flag>`` switches that the model turns off."""
-    import mujoco
-
-    bits = mujoco.mjtDisableBit
-    off = {n for n in ("constraint", "equality", "frictionloss", "limit", "contact", "spring", "damper", "gravity",
-                       "clampctrl", "actuation")
-           if mj.opt.disableflags & int(getattr(bits, f"mjDSBL_{n.upper()}"))}
-    if "constraint" in off:
-        off |= {"equality", "frictionloss", "limit", "contact"}
-    return off
-
-
 def from_mujoco(mj, name: str | None = None, dtype=None, with_constraints: bool = False,
                 source: str = "<MjModel>") -> Model | tuple[Model, EqualityConstraints]:
     """Convert a compiled ``mujoco.MjModel`` into a sodyn :class:`Model` (module docstring);
@@ -187,7 +134,7 @@ def from_mujoco(mj, name: str | None = None, dtype=None, with_constraints: bool 
         s = mujoco.mj_id2name(mj, kind, i)
         return s if s else fallback
 
-    flags_off = _flags(mj)
+    flags_off = switched_off(mj)
     unsupported: list[str] = []
     gravity = np.zeros(3) if "gravity" in flags_off else np.asarray(mj.opt.gravity, float)
     b = ModelBuilder(gravity=gravity, name=name or nm(obj.mjOBJ_MODEL, 0, "mjcf"))
@@ -209,13 +156,13 @@ def from_mujoco(mj, name: str | None = None, dtype=None, with_constraints: bool 
     for i in range(1, mj.nbody):
         bname = body_names[i]
         par, off = last[int(mj.body_parentid[i])]
-        r_b = _quat_to_matrix(mj.body_quat[i])
+        r_b = quat_to_matrix(mj.body_quat[i])
         p_b = off + np.asarray(mj.body_pos[i], float)
         mass = float(mj.body_mass[i])
         # MuJoCo computes with the body frame when the compiler found the inertial frame to
         # coincide with it (body_sameframe 1: position and axes, 3: axes only).
         same = int(mj.body_sameframe[i])
-        ri = np.eye(3) if same in (1, 3) else _quat_to_matrix(mj.body_iquat[i])
+        ri = np.eye(3) if same in (1, 3) else quat_to_matrix(mj.body_iquat[i])
         inertia = ri @ np.diag(mj.body_inertia[i]) @ ri.T
         ipos = np.zeros(3) if same == 1 else np.asarray(mj.body_ipos[i], float)
         jadr, jnum = int(mj.body_jntadr[i]), int(mj.body_jntnum[i])
@@ -285,16 +232,16 @@ def from_mujoco(mj, name: str | None = None, dtype=None, with_constraints: bool 
             continue
         used.add(sname)
         par, off = last[int(mj.site_bodyid[s])]
-        frames.append((sname, par, _quat_to_matrix(mj.site_quat[s]), off + np.asarray(mj.site_pos[s], float)))
+        frames.append((sname, par, quat_to_matrix(mj.site_quat[s]), off + np.asarray(mj.site_pos[s], float)))
     for fname, par, r, p in frames:
         b.add_frame(fname, par, rotation=r, translation=p)
     if "contact" not in flags_off:
-        _add_geoms(mj, b, last, nm, unsupported)
+        add_geoms(mj, b, last, nm, unsupported)
     if "actuation" not in flags_off:
-        _add_actuators(mj, b, joint_names, nm, flags_off, unsupported)
+        add_actuators(mj, b, joint_names, nm, flags_off, unsupported)
     for k in range(mj.nkey):
-        b.add_keyframe(nm(obj.mjOBJ_KEY, k, f"key{k}"), mj.key_qpos[k], _qvel_to_v(mj, mj.key_qpos[k], mj.key_qvel[k]))
-    _unsupported(mj, nm, flags_off, with_constraints, unsupported)
+        b.add_keyframe(nm(obj.mjOBJ_KEY, k, f"key{k}"), mj.key_qpos[k], qvel_to_v(mj, mj.key_qpos[k], mj.key_qvel[k]))
+    unsupported_elements(mj, nm, flags_off, with_constraints, unsupported)
     model = b.build(dtype=dtype)
     if unsupported:
         warnings.warn(diagnostics.UnsupportedElementWarning(
@@ -305,156 +252,8 @@ def from_mujoco(mj, name: str | None = None, dtype=None, with_constraints: bool 
         warnings.warn(diagnostics.SingularModelWarning(diagnostics.singular_message(source, singular), singular),
                       stacklevel=3)
     if with_constraints:
-        return model, _equality(mj, model, body_names, "equality" in flags_off)
+        return model, equality_constraints(mj, model, body_names, "equality" in flags_off)
     return model
-
-
-def _qvel_to_v(mj, qpos, qvel) -> np.ndarray:
-    """MuJoCo ``qvel`` → sodyn ``v`` in NumPy (free joints: ``[v_world; ω]`` → ``[ω; Rᵀ v_world]``)."""
-    v = np.array(qvel, dtype=np.float64)
-    for j in range(mj.njnt):
-        if mj.jnt_type[j] == 0:  # free
-            a, d = int(mj.jnt_qposadr[j]), int(mj.jnt_dofadr[j])
-            r = _quat_to_matrix(qpos[a + 3: a + 7])
-            v[d: d + 6] = np.concatenate([qvel[d + 3: d + 6], r.T @ qvel[d: d + 3]])
-    return v
-
-
-def _add_geoms(mj, b: ModelBuilder, last, nm, unsupported: list[str]) -> None:
-    import mujoco
-
-    for g in range(mj.ngeom):
-        if mj.geom_contype[g] == 0 and mj.geom_conaffinity[g] == 0:
-            continue  # visual only
-        t = int(mj.geom_type[g])
-        gname = nm(mujoco.mjtObj.mjOBJ_GEOM, g, f"geom{g}")
-        if t not in _GEOM_KEPT:
-            unsupported.append(f"<geom name={gname!r} type={_GEOM_NAMES.get(t, t)!r}> (collision geometry of "
-                               "this type)")
-            continue
-        par, off = last[int(mj.geom_bodyid[g])]
-        b.add_geom(gname, par, _GEOM_KEPT[t], np.asarray(mj.geom_size[g], float),
-                   rotation=_quat_to_matrix(mj.geom_quat[g]), translation=off + np.asarray(mj.geom_pos[g], float),
-                   friction=np.asarray(mj.geom_friction[g], float))
-
-
-def _add_actuators(mj, b: ModelBuilder, joint_names, nm, off, unsupported: list[str]) -> None:
-    import mujoco
-
-    for i in range(mj.nu):
-        aname = nm(mujoco.mjtObj.mjOBJ_ACTUATOR, i, f"actuator{i}")
-        j = int(mj.actuator_trnid[i, 0])
-        ok = (int(mj.actuator_trntype[i]) == int(mujoco.mjtTrn.mjTRN_JOINT) and int(mj.jnt_type[j]) in (2, 3)
-              and int(mj.actuator_dyntype[i]) == int(mujoco.mjtDyn.mjDYN_NONE)
-              and int(mj.actuator_gaintype[i]) == int(mujoco.mjtGain.mjGAIN_FIXED)
-              and int(mj.actuator_biastype[i]) in (int(mujoco.mjtBias.mjBIAS_NONE), int(mujoco.mjtBias.mjBIAS_AFFINE)))
-        if not ok:
-            unsupported.append(f"<actuator name={aname!r}> (only fixed-gain, affine-bias actuators without "
-                               "activation dynamics on a hinge or slide are modelled)")
-            continue
-        gain = float(mj.actuator_gainprm[i, 0])
-        bias = np.asarray(mj.actuator_biasprm[i, :3], float) if mj.actuator_biastype[i] else np.zeros(3)
-        kind = "general"
-        if gain == 1 and not np.any(bias):
-            kind = "motor"
-        elif bias[0] == 0 and bias[1] == -gain and bias[2] <= 0:
-            kind = "position"
-        elif bias[0] == 0 and bias[1] == 0 and bias[2] == -gain:
-            kind = "velocity"
-        inf = np.array([-np.inf, np.inf])
-        ctrl = (np.asarray(mj.actuator_ctrlrange[i], float)
-                if mj.actuator_ctrllimited[i] and "clampctrl" not in off else inf)
-        force = np.asarray(mj.actuator_forcerange[i], float) if mj.actuator_forcelimited[i] else inf
-        b.add_actuator(aname, joint_names[j], kind=kind, gear=float(mj.actuator_gear[i, 0]), gain=gain, bias=bias,
-                       ctrl_range=ctrl, force_range=force)
-
-
-def _unsupported(mj, nm, off, with_constraints: bool, out: list[str]) -> None:
-    import mujoco
-
-    obj = mujoco.mjtObj
-    for t in range(mj.ntendon):
-        out.append(f"<tendon name={nm(obj.mjOBJ_TENDON, t, f'tendon{t}')!r}>")
-    for i in np.flatnonzero(mj.body_gravcomp):
-        out.append(f"<body name={nm(obj.mjOBJ_BODY, int(i), f'body{i}')!r} gravcomp={mj.body_gravcomp[i]:g}>")
-    if mj.opt.density or mj.opt.viscosity:
-        out.append(f"<option density={mj.opt.density:g} viscosity={mj.opt.viscosity:g}> (fluid forces)")
-    for g in np.flatnonzero(mj.geom_fluid[:, 0]):
-        out.append(f"<geom name={nm(obj.mjOBJ_GEOM, int(g), f'geom{g}')!r} fluidshape='ellipsoid'> (fluid forces)")
-    if mj.npair and "contact" not in off:
-        out.append(f"{mj.npair} <contact><pair> element(s) (explicit contact pairs)")
-    if getattr(mj, "nflex", 0):
-        out.append(f"{mj.nflex} <flex> element(s)")
-    if mj.opt.enableflags & int(mujoco.mjtEnableBit.mjENBL_OVERRIDE) and "contact" not in off:
-        out.append("<flag override='enable'> (contact parameter override)")
-    if "equality" in off:
-        return
-    for e in range(mj.neq):
-        kind = int(mj.eq_type[e])
-        if not with_constraints or not _eq_supported(mj, e):
-            out.append(f"<equality><{_EQ_NAMES.get(kind, kind)} name={nm(obj.mjOBJ_EQUALITY, e, f'equality{e}')!r}>"
-                       + ("" if with_constraints else " (pass with_constraints=True to get it)"))
-
-
-_EQ_NAMES = {0: "connect", 1: "weld", 2: "joint", 3: "tendon", 4: "flex", 5: "distance"}
-
-
-def _eq_supported(mj, e: int) -> bool:
-    """connect (bodies or sites), weld between bodies, joint coupling of hinges/slides."""
-    import mujoco
-
-    kind, objtype = int(mj.eq_type[e]), int(mj.eq_objtype[e])
-    body, site = int(mujoco.mjtObj.mjOBJ_BODY), int(mujoco.mjtObj.mjOBJ_SITE)
-    if kind == 0:
-        return objtype in (body, site)
-    if kind == 1:
-        return objtype == body
-    if kind == 2:
-        return all(mj.jnt_type[j] in (2, 3) for j in mj.eq_obj1id[e: e + 1].tolist() + [
-            x for x in mj.eq_obj2id[e: e + 1].tolist() if x >= 0])
-    return False
-
-
-def _equality(mj, model: Model, body_names, disabled: bool) -> EqualityConstraints:
-    """The supported ``<equality>`` elements (see :class:`EqualityConstraints`)."""
-    import mujoco
-
-    site = int(mujoco.mjtObj.mjOBJ_SITE)
-    rows = []
-    for e in range([mj.neq, 0][disabled]):
-        if not _eq_supported(mj, e):
-            continue
-        kind = _EQ_NAMES[int(mj.eq_type[e])]
-        data = np.asarray(mj.eq_data[e], float)
-        o1, o2 = int(mj.eq_obj1id[e]), int(mj.eq_obj2id[e])
-        a1, a2, rel, ts, poly = np.zeros(3), np.zeros(3), np.eye(3), 1.0, np.zeros(5)
-        f1 = f2 = WORLD
-        j1 = j2 = -1
-        if kind == "joint":
-            j1 = int(mj.jnt_qposadr[o1])
-            j2 = int(mj.jnt_qposadr[o2]) if o2 >= 0 else -1
-            poly = data[:5]
-        else:
-            if int(mj.eq_objtype[e]) == site:  # points of two sites, on their bodies
-                a1, a2 = np.asarray(mj.site_pos[o1], float), np.asarray(mj.site_pos[o2], float)
-                o1, o2 = int(mj.site_bodyid[o1]), int(mj.site_bodyid[o2])
-            elif kind == "connect":
-                a1, a2 = data[0:3], data[3:6]
-            else:  # weld: residual quaternion q2⁻¹ q1 relpose, so R1 = R2 relposeᵀ
-                a1, a2, rel, ts = data[3:6], data[0:3], _quat_to_matrix(data[6:10]).T, float(data[10])
-            f1 = WORLD if o1 == 0 else model.frame_id(body_names[o1])
-            f2 = WORLD if o2 == 0 else model.frame_id(body_names[o2])
-        rows.append((mujoco.mj_id2name(mj, mujoco.mjtObj.mjOBJ_EQUALITY, e) or f"equality{e}", kind, f1, f2, j1, j2,
-                     bool(mj.eq_active0[e]), a1, a2, rel, ts, poly))
-    arr = lambda x, shape: jnp.asarray(np.array(x, dtype=np.float64).reshape(shape), dtype=model.mass.dtype)  # noqa: E731
-    return EqualityConstraints(
-        anchor1=arr([r[7] for r in rows], (-1, 3)), anchor2=arr([r[8] for r in rows], (-1, 3)),
-        relative_rotation=arr([r[9] for r in rows], (-1, 3, 3)), torque_scale=arr([r[10] for r in rows], (-1,)),
-        polycoef=arr([r[11] for r in rows], (-1, 5)),
-        names=tuple(r[0] for r in rows), kind=tuple(r[1] for r in rows), frame1=tuple(r[2] for r in rows),
-        frame2=tuple(r[3] for r in rows), joint1=tuple(r[4] for r in rows), joint2=tuple(r[5] for r in rows),
-        active=tuple(r[6] for r in rows),
-    )
 
 
 # ---------------------------------------------------------------------------
