@@ -379,7 +379,10 @@ def load_urdf(
     with ``strict=True``); a clearly negative principal moment is an error unless
     ``invalid_inertia="keep"``, which loads it unchanged (as Pinocchio does) and reports it.
     A model whose mass matrix is singular (massless subtrees) loads with a
-    :class:`~sodyn.io.diagnostics.SingularModelWarning`.
+    :class:`~sodyn.io.diagnostics.SingularModelWarning`.  A ``<mimic>`` naming no joint of the
+    file is an error, except with ``mimic="independent"`` and ``strict=False``, where mimic
+    tags do not enter the model and it only warns
+    (:class:`~sodyn.io.diagnostics.IgnoredElementWarning`).
     """
     del package_dirs
     if mimic not in ("independent", "couple", "reject"):
