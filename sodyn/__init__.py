@@ -55,10 +55,18 @@ from sodyn.configuration import (
     random_configuration,
 )
 from sodyn.control import OSCOutput, osc_torque, posture_torque, task_pd_acceleration
-from sodyn.io.mjcf import load_mjcf
+from sodyn.io.diagnostics import (
+    IgnoredElementWarning,
+    InertiaWarning,
+    LoadWarning,
+    SingularModelWarning,
+    UnsupportedElementWarning,
+)
+from sodyn.io.mjcf import EqualityConstraints, load_mjcf
 from sodyn.io.urdf import load_urdf
 from sodyn.joints import JointSpec
-from sodyn.model import Model, ModelBuilder
+from sodyn.model import Actuators, Geoms, Keyframes, Model, ModelBuilder
+from sodyn.reduce import lock_joints
 from sodyn.runtime import batch, jit, use_cpu_cores
 
 # submodules used as ``sodyn.<name>`` (``import sodyn`` is enough)
@@ -78,10 +86,13 @@ __all__ = [
     "contraction", "io", "models", "simulate", "spatial",
     # how programs run (sodyn.runtime)
     "batch", "jit", "use_cpu_cores", "runtime",
-    # operational space, impulses, control (issue 4)
+    # operational space, impulses, control
     "FrameTask", "ImpactResult", "OSCOutput", "OperationalSpaceDynamics", "PointTask",
     "contact_impulse", "dynamically_consistent_inverse", "log_det_mass_matrix_gradient",
     "operational_space_bias", "operational_space_compliance", "operational_space_dynamics",
     "operational_space_inertia", "osc_torque", "posture_torque", "simultaneous_impulses",
     "task_jacobian", "task_jdot_v", "task_pd_acceleration",
+    # loading real robots
+    "Actuators", "EqualityConstraints", "Geoms", "IgnoredElementWarning", "InertiaWarning", "Keyframes",
+    "LoadWarning", "SingularModelWarning", "UnsupportedElementWarning", "lock_joints",
 ]

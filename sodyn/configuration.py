@@ -14,13 +14,9 @@ from sodyn.topology import dofs_from_levels, dofs_to_levels
 
 
 def neutral_configuration(model: Model) -> jax.Array:
-    """The neutral configuration: zero angles and positions, identity quaternions."""
-    q = np.zeros(model.nq)
-    for k, t in enumerate(model.joint_types):
-        s = int(model.topology.q_start[k])
-        kn = joints.KERNEL_OF[t]
-        q[s: s + joints.NQ[kn]] = joints.neutral(kn)
-    return jnp.asarray(q, dtype=model.mass.dtype)
+    """The model's neutral configuration ``model.q_neutral``: zero angles and positions and
+    identity quaternions, unless the source says otherwise (MuJoCo's ``qpos0`` for MJCF)."""
+    return jnp.asarray(model.q_neutral, dtype=model.mass.dtype)
 
 
 def _hinge_span(model: Model, scale: float) -> np.ndarray:

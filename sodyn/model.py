@@ -25,10 +25,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from sodyn.joints import JOINT_TYPES, KERNEL_OF, JointSpec, nq_of, nv_of
+from sodyn.joints import neutral as joint_neutral
+from sodyn.model_data import GEOM_TYPES, Actuators, Geoms, Keyframes
 from sodyn.topology import Topology, compile_topology
 
 WORLD = -1
-
 
 class Model(eqx.Module):
     """A rigid multibody tree.  Build one with :class:`ModelBuilder` or a loader.
@@ -42,7 +43,15 @@ class Model(eqx.Module):
     - ``frame_rotation (nf, 3, 3)``, ``frame_translation (nf, 3)``: frame placements in
       their body (``frame_body``, ``-1`` = world);
     - ``gravity (3,)``; ``damping``, ``armature``, ``friction``, ``velocity_limit``,
-      ``effort_limit`` ``(nv,)``; ``lower_limit``, ``upper_limit`` ``(nq,)``.
+      ``effort_limit``, ``stiffness`` ``(nv,)``; ``lower_limit``, ``upper_limit``,
+      ``spring_reference``, ``q_neutral`` ``(nq,)``;
+    - ``actuators`` (:class:`Actuators`), ``geoms`` (:class:`Geoms`) and ``keyframes``
+      (:class:`Keyframes`): data the loaders keep for the actuator, contact and simulation
+      code (empty when the source has none).
+
+    A joint spring pulls with ``τ = −stiffness · (q ⊖ spring_reference)``; ``friction`` is
+    the dry-friction (MuJoCo ``frictionloss``) force bound; ``q_neutral`` is what
+    :func:`sodyn.neutral_configuration` returns (MuJoCo's ``qpos0`` for MJCF models).
     """
 
     mass: jax.Array
@@ -62,6 +71,12 @@ class Model(eqx.Module):
     upper_limit: jax.Array
     velocity_limit: jax.Array
     effort_limit: jax.Array
+    stiffness: jax.Array
+    spring_reference: jax.Array
+    q_neutral: jax.Array
+    actuators: "Actuators"
+    geoms: "Geoms"
+    keyframes: "Keyframes"
     topology: Topology = eqx.field(static=True)
     body_names: tuple[str, ...] = eqx.field(static=True)
     joint_names: tuple[str, ...] = eqx.field(static=True)
@@ -175,6 +190,21 @@ class _Body:
     upper: np.ndarray
     velocity_limit: np.ndarray
     effort_limit: np.ndarray
+    stiffness: np.ndarray
+    spring_reference: np.ndarray
+    q_neutral: np.ndarray
+
+
+@dataclasses.dataclass
+class _Actuator:
+    name: str
+    joint: str
+    kind: str
+    gear: float
+    gain: float
+    bias: np.ndarray
+    ctrl_range: np.ndarray
+    force_range: np.ndarray
 
 
 def _as_rotation(rotation, where: str) -> np.ndarray:
@@ -209,8 +239,9 @@ def check_inertia(
 
     Physical means symmetric, positive semi-definite, and its principal moments satisfy the
     triangle inequality ``I₁ + I₂ ≥ I₃`` (skipped with ``triangle=False``, for mathematical
-    fixtures that are not real bodies).  A zero mass with zero inertia is accepted only with
-    ``massless_ok``.
+    fixtures that are not real bodies).  A zero mass is accepted only with ``massless_ok``;
+    such a body may still carry a rotational inertia (its spatial inertia
+    ``[[I, 0], [0, 0]]`` is positive semi-definite, as Pinocchio accepts it).
     """
     if not np.isfinite(mass):
         raise ValueError(f"{where}: mass must be finite, got {mass}")
@@ -221,9 +252,7 @@ def check_inertia(
     scale = max(np.max(np.abs(inertia)), 1e-300)
     if np.max(np.abs(inertia - inertia.T)) > 1e-9 * scale:
         raise ValueError(f"{where}: inertia is not symmetric:\n{inertia}")
-    if mass == 0:
-        if np.any(inertia != 0):
-            raise ValueError(f"{where}: a massless body must have zero inertia")
+    if not np.any(inertia):
         return
     eig = np.linalg.eigvalsh(0.5 * (inertia + inertia.T))
     tol = 1e-9 * max(scale, 1e-12)
@@ -254,6 +283,9 @@ class ModelBuilder:
         self._bodies: list[_Body] = []
         self._frames: list[tuple[str, int, np.ndarray, np.ndarray]] = []
         self._names: dict[str, int] = {}
+        self._geoms: list[tuple[str, str, int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+        self._actuators: list[_Actuator] = []
+        self._keyframes: list[tuple[str, np.ndarray, np.ndarray]] = []
 
     def _parent_index(self, parent, where: str) -> int:
         if isinstance(parent, str) and parent in self._names:  # a real body named "world" wins
@@ -292,8 +324,12 @@ class ModelBuilder:
         upper=None,
         velocity_limit=np.inf,
         effort_limit=np.inf,
+        stiffness=0.0,
+        spring_reference=None,
+        q_neutral=None,
         massless_ok: bool = False,
         check_triangle_inequality: bool = True,
+        validate_inertia: bool = True,
     ) -> int:
         """Add a body below ``parent`` (a name, an index, or ``None`` for the world).
 
@@ -302,8 +338,12 @@ class ModelBuilder:
         rotational inertia about the centre of mass ``com``, in body axes (default: that of
         a unit solid sphere scaled by ``mass``).  The inertia must be physical (see
         :func:`check_inertia`); ``massless_ok`` admits a zero mass with zero inertia and
-        ``check_triangle_inequality=False`` admits non-physical fixtures.  Returns the body's
-        index in the builder.
+        ``check_triangle_inequality=False`` admits non-physical fixtures;
+        ``validate_inertia=False`` skips the check entirely (for loaders that have already
+        classified and reported the inertia).  ``stiffness`` (per dof) and
+        ``spring_reference`` (per ``q``, default ``q_neutral``) describe a joint spring;
+        ``q_neutral`` is the joint's neutral configuration (default: zero angles, identity
+        quaternions).  Returns the body's index in the builder.
         """
         where = f"body {name!r}"
         if not isinstance(name, str) or not name:
@@ -330,8 +370,14 @@ class ModelBuilder:
         )
         if inertia.shape == (3,):
             inertia = np.diag(inertia)
-        check_inertia(mass, inertia, where, massless_ok, check_triangle_inequality)
+        if validate_inertia:
+            check_inertia(mass, inertia, where, massless_ok, check_triangle_inequality)
+        elif mass < 0 or inertia.shape != (3, 3) or not np.all(np.isfinite(inertia)):
+            raise ValueError(f"{where}: mass must be non-negative and inertia a finite 3x3 matrix")
         nq, nv = nq_of(joint.type), nv_of(joint.type)
+        neutral = (np.zeros(0) if joint.type == "fixed" else joint_neutral(KERNEL_OF[joint.type]))
+        neutral = neutral if q_neutral is None else _vec(q_neutral, nq, where, "q_neutral")
+        spring_ref = neutral if spring_reference is None else _vec(spring_reference, nq, where, "spring reference")
         lower = np.full(nq, -np.inf) if lower is None else _vec(lower, nq, where, "lower limit")
         upper = np.full(nq, np.inf) if upper is None else _vec(upper, nq, where, "upper limit")
         if np.any(lower > upper):
@@ -345,9 +391,13 @@ class ModelBuilder:
             friction=_vec(friction, nv, where, "friction"), lower=lower, upper=upper,
             velocity_limit=_vec(velocity_limit, nv, where, "velocity limit"),
             effort_limit=_vec(effort_limit, nv, where, "effort limit"),
+            stiffness=_vec(stiffness, nv, where, "stiffness"), spring_reference=spring_ref,
+            q_neutral=neutral,
         )
         if np.any(body.damping < 0) or np.any(body.armature < 0):
             raise ValueError(f"{where}: damping and armature must be non-negative")
+        if np.any(body.stiffness < 0):
+            raise ValueError(f"{where}: stiffness must be non-negative")
         self._bodies.append(body)
         self._names[name] = len(self._bodies) - 1
         return len(self._bodies) - 1
@@ -359,6 +409,34 @@ class ModelBuilder:
             raise ValueError(f"{where}: name already used")
         b = self._parent_index(body, where)
         self._frames.append((name, b, _as_rotation(rotation, where), _vec(translation, 3, where, "translation")))
+
+    def add_geom(self, name: str, body, type: str, size, *, rotation=None, translation=(0.0, 0.0, 0.0),
+                 friction=(1.0, 0.005, 0.0001)) -> None:
+        """Add a collision geom (``type`` in ``GEOM_TYPES``, ``size`` as in :class:`Geoms`)."""
+        where = f"geom {name!r}"
+        if type not in GEOM_TYPES:
+            raise ValueError(f"{where}: unknown geom type {type!r}; expected one of {GEOM_TYPES}")
+        size = _vec(size, 3, where, "size")
+        if np.any(size < 0):
+            raise ValueError(f"{where}: size must be non-negative, got {size}")
+        b = self._parent_index(body, where)
+        self._geoms.append((name, type, b, _as_rotation(rotation, where), _vec(translation, 3, where, "translation"),
+                            size, _vec(friction, 3, where, "friction")))
+
+    def add_actuator(self, name: str, joint: str, *, kind: str = "motor", gear: float = 1.0, gain: float = 1.0,
+                     bias=(0.0, 0.0, 0.0), ctrl_range=(-np.inf, np.inf), force_range=(-np.inf, np.inf)) -> None:
+        """Add an actuator on the one-dof joint called ``joint`` (affine form of :class:`Actuators`)."""
+        where = f"actuator {name!r}"
+        ranges = [_vec(r, 2, where, what) for r, what in ((ctrl_range, "ctrl range"), (force_range, "force range"))]
+        for r, what in zip(ranges, ("ctrl range", "force range")):
+            if r[0] > r[1]:
+                raise ValueError(f"{where}: {what} lower bound {r[0]} exceeds upper bound {r[1]}")
+        self._actuators.append(_Actuator(name, joint, kind, float(gear), float(gain), _vec(bias, 3, where, "bias"),
+                                         ranges[0], ranges[1]))
+
+    def add_keyframe(self, name: str, q, v) -> None:
+        """Add a named state; ``q``/``v`` concatenate the joints in the order they were added."""
+        self._keyframes.append((name, np.asarray(q, dtype=np.float64), np.asarray(v, dtype=np.float64)))
 
     # -- build -------------------------------------------------------------------
     def build(self, dtype=None) -> Model:
@@ -439,7 +517,9 @@ class ModelBuilder:
                 com[k] = first_moment[k] / mass[k]
                 c = com[k]
                 inertia[k] = second[k] - mass[k] * (c @ c * np.eye(3) - np.outer(c, c))
-                inertia[k] = 0.5 * (inertia[k] + inertia[k].T)
+            else:  # massless: a rotational inertia is the same about every point
+                inertia[k] = second[k]
+            inertia[k] = 0.5 * (inertia[k] + inertia[k].T)
 
         joint_types = tuple(bodies[i].joint.type for i in kept)
         topo = compile_topology(parent, joint_types)
@@ -465,6 +545,23 @@ class ModelBuilder:
 
         dtype = dtype or jnp.zeros(()).dtype
         arr = lambda x: jnp.asarray(np.asarray(x, dtype=np.float64), dtype=dtype)  # noqa: E731
+
+        def placed(b, r, p):  # a placement in builder body b -> (movable body, R, p) in it
+            if b == WORLD:
+                return WORLD, r, p
+            pr, pp = pose[b]
+            return owner[b], pr @ r, pp + pr @ p
+
+        g = [(name, t, *placed(b, r, p), size, fr) for name, t, b, r, p, size, fr in self._geoms]
+        geoms = Geoms(
+            rotation=arr(np.array([x[3] for x in g]).reshape(-1, 3, 3)),
+            translation=arr(np.array([x[4] for x in g]).reshape(-1, 3)),
+            size=arr(np.array([x[5] for x in g]).reshape(-1, 3)),
+            friction=arr(np.array([x[6] for x in g]).reshape(-1, 3)),
+            names=tuple(x[0] for x in g), type=tuple(x[1] for x in g), body=tuple(int(x[2]) for x in g),
+        )
+        actuators = self._build_actuators(kept, new_index, topo, arr)
+        keyframes = self._build_keyframes(kept, arr)
         return Model(
             mass=arr(mass), com=arr(com), inertia=arr(inertia),
             tree_rotation=arr(tree_r), tree_translation=arr(tree_p),
@@ -476,12 +573,52 @@ class ModelBuilder:
             damping=arr(cat("damping")), armature=arr(cat("armature")), friction=arr(cat("friction")),
             lower_limit=arr(cat("lower")), upper_limit=arr(cat("upper")),
             velocity_limit=arr(cat("velocity_limit")), effort_limit=arr(cat("effort_limit")),
+            stiffness=arr(cat("stiffness")), spring_reference=arr(cat("spring_reference")),
+            q_neutral=arr(cat("q_neutral")), actuators=actuators, geoms=geoms, keyframes=keyframes,
             topology=topo,
             body_names=tuple(bodies[i].name for i in kept),
             joint_names=tuple(bodies[i].joint_name for i in kept),
             frame_names=tuple(f_names), frame_body=tuple(int(x) for x in f_body),
             name=self.name,
         )
+
+
+    def _build_actuators(self, kept, new_index, topo, arr) -> Actuators:
+        by_joint = {self._bodies[i].joint_name: new_index[i] for i in kept}
+        dofs = []
+        for a in self._actuators:
+            if a.joint not in by_joint:
+                raise ValueError(f"actuator {a.name!r}: joint {a.joint!r} does not exist or is fixed")
+            k = by_joint[a.joint]
+            if nv_of(topo.joint_type[k]) != 1:
+                raise ValueError(f"actuator {a.name!r}: joint {a.joint!r} is not a one-dof joint")
+            dofs.append(int(topo.v_start[k]))
+        acts = self._actuators
+        return Actuators(
+            gear=arr([a.gear for a in acts]), gain=arr([a.gain for a in acts]),
+            bias=arr(np.array([a.bias for a in acts]).reshape(-1, 3)),
+            ctrl_range=arr(np.array([a.ctrl_range for a in acts]).reshape(-1, 2)),
+            force_range=arr(np.array([a.force_range for a in acts]).reshape(-1, 2)),
+            names=tuple(a.name for a in acts), kind=tuple(a.kind for a in acts), dof=tuple(dofs),
+        )
+
+    def _build_keyframes(self, kept, arr) -> Keyframes:
+        # q/v of the keyframes are given in insertion order; the model orders bodies as `kept`.
+        movable = [i for i, b in enumerate(self._bodies) if b.joint.type != "fixed"]
+        q_at, v_at, nq, nv = {}, {}, 0, 0
+        for i in movable:
+            t = self._bodies[i].joint.type
+            q_at[i], v_at[i] = slice(nq, nq + nq_of(t)), slice(nv, nv + nv_of(t))
+            nq, nv = nq + nq_of(t), nv + nv_of(t)
+        qs, vs = [], []
+        for name, q, v in self._keyframes:
+            if q.shape != (nq,) or v.shape != (nv,):
+                raise ValueError(f"keyframe {name!r}: q and v must have shapes ({nq},) and ({nv},), "
+                                 f"got {q.shape} and {v.shape}")
+            qs.append(np.concatenate([q[q_at[i]] for i in kept]))
+            vs.append(np.concatenate([v[v_at[i]] for i in kept]))
+        return Keyframes(q=arr(np.array(qs).reshape(-1, nq)), v=arr(np.array(vs).reshape(-1, nv)),
+                         names=tuple(k[0] for k in self._keyframes))
 
 
 def hinge_coefficients(model: Model, dtype) -> tuple[jax.Array, jax.Array]:
@@ -494,4 +631,7 @@ def hinge_coefficients(model: Model, dtype) -> tuple[jax.Array, jax.Array]:
     return jnp.asarray(rot, dtype), trans
 
 
-__all__ = ["Model", "ModelBuilder", "JointSpec", "WORLD", "KERNEL_OF", "check_inertia"]
+__all__ = [
+    "GEOM_TYPES", "KERNEL_OF", "WORLD", "Actuators", "Geoms", "JointSpec", "Keyframes", "Model", "ModelBuilder",
+    "check_inertia",
+]

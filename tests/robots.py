@@ -77,3 +77,30 @@ def urdf_for_mujoco(path) -> str:
     mj = ET.SubElement(root, "mujoco")
     ET.SubElement(mj, "compiler", discardvisual="true", fusestatic="false")
     return ET.tostring(root, encoding="unicode")
+
+
+def all_urdfs() -> list[str]:
+    """Every URDF shipped by example-robot-data, relative to :func:`robots_dir` (sorted)."""
+    d = robots_dir()
+    return [] if d is None else sorted(str(p.relative_to(d)) for p in d.rglob("*.urdf"))
+
+
+def random_q(model, rng):
+    """A random configuration drawn in NumPy (cheaper than compiling random_configuration):
+    uniform within the limits intersected with [-π, π] for one-dof joints, random unit
+    quaternions and positions in [-1, 1] for free and spherical joints."""
+    import numpy as np
+
+    q = np.array(model.q_neutral)
+    lo, hi = np.asarray(model.lower_limit), np.asarray(model.upper_limit)
+    for name, t in zip(model.joint_names, model.joint_types, strict=True):
+        s = model.joint_q_slice(name)
+        if t in ("free", "spherical"):
+            quat = rng.normal(size=4)
+            q[s] = np.concatenate([rng.uniform(-1, 1, 3), quat / np.linalg.norm(quat)])[-(s.stop - s.start):]
+        elif t == "planar":
+            q[s] = rng.uniform(-1, 1, 3)
+        else:
+            low, high = max(lo[s.start], -np.pi), min(hi[s.start], np.pi)
+            q[s] = rng.uniform(low, high) if low <= high else lo[s.start]
+    return q

@@ -103,3 +103,36 @@ def test_unknown_frame_and_reference(chain):
         sd.frame_jacobian(chain, q, "tip", reference="world")
     with pytest.raises(ValueError, match="frame index 99 out of range"):
         sd.frame_jacobian(chain, q, 99)
+
+
+def test_massless_body_may_carry_rotational_inertia():
+    b = _builder()
+    b.add_body("rotor", "base", mass=0.0, inertia=np.diag([1e-3, 1e-3, 2e-3]), massless_ok=True)
+    m = b.build()
+    np.testing.assert_allclose(m.inertia[1], np.diag([1e-3, 1e-3, 2e-3]))
+    with pytest.raises(ValueError, match="body 'bad'.*positive semi-definite"):
+        _builder().add_body("bad", "base", mass=0.0, inertia=np.diag([1e-3, 1e-3, -1.0]), massless_ok=True)
+
+
+def test_geom_actuator_and_keyframe_errors():
+    b = _builder()
+    with pytest.raises(ValueError, match="geom 'g': unknown geom type 'mesh'"):
+        b.add_geom("g", "base", "mesh", (1, 1, 1))
+    with pytest.raises(ValueError, match="geom 'g': size must be non-negative"):
+        b.add_geom("g", "base", "box", (1, -1, 1))
+    with pytest.raises(ValueError, match="actuator 'a': ctrl range lower bound 1.0 exceeds upper bound -1.0"):
+        b.add_actuator("a", "base", ctrl_range=(1, -1))
+    b.add_actuator("a", "nowhere")
+    with pytest.raises(ValueError, match="actuator 'a': joint 'nowhere' does not exist or is fixed"):
+        b.build()
+    b = _builder()
+    b.add_body("ball", "base", "spherical")
+    b.add_actuator("a", "ball")
+    with pytest.raises(ValueError, match="actuator 'a': joint 'ball' is not a one-dof joint"):
+        b.build()
+    b = _builder()
+    b.add_keyframe("home", np.zeros(2), np.zeros(1))
+    with pytest.raises(ValueError, match=r"keyframe 'home': q and v must have shapes \(1,\) and \(1,\)"):
+        b.build()
+    with pytest.raises(ValueError, match="body 'arm': stiffness must be non-negative"):
+        _builder().add_body("arm", "base", stiffness=-1.0)

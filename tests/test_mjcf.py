@@ -6,6 +6,7 @@ positions, several joints in one body, armature and damping."""
 import warnings
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -59,7 +60,7 @@ ARM = """
 <mujoco model="arm">
   <worldbody>
     <body name="base" pos="0 0 0.1">
-      <geom type="cylinder" size="0.1 0.05" mass="3"/>
+      <geom type="cylinder" size="0.1 0.05" mass="3" contype="0" conaffinity="0"/>
       <body name="link1" pos="0 0 0.1" quat="0.96 0 0.28 0">
         <joint name="j1" type="hinge" axis="0 0 1" damping="0.5" armature="0.1"/>
         <joint name="j1b" type="hinge" axis="1 0 0" pos="0 0 0.02"/>
@@ -211,10 +212,110 @@ def test_multi_joint_bodies_and_anchor_frames():
                                  "prismatic")
 
 
-def test_ignored_constraints_warn():
-    xml = ARM.replace("</worldbody>", "</worldbody><equality><joint joint1='j1' joint2='j2'/></equality>")
-    with pytest.warns(UserWarning, match="equality"):
-        load_mjcf(xml)
+def test_equality_constraints_returned_or_warned():
+    xml = ARM.replace("</worldbody>", "</worldbody><equality><joint name='couple' joint1='j1' joint2='j2' "
+                      "polycoef='0.1 2 0 0 0'/><connect body1='tool' body2='slider' anchor='0.1 0 0'/></equality>")
+    with pytest.warns(sd.UnsupportedElementWarning,
+                      match=r"<equality><joint name='couple'> \(pass with_constraints=True"):
+        model = load_mjcf(xml)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model2, eq = load_mjcf(xml, with_constraints=True)
+    assert isinstance(eq, sd.EqualityConstraints) and eq.kind == ("joint", "connect") and eq.names[0] == "couple"
+    assert eq.joint1[0] == model.joint_q_slice("j1").start and eq.joint2[0] == model.joint_q_slice("j2").start
+    np.testing.assert_array_equal(eq.polycoef[0], [0.1, 2, 0, 0, 0])
+    assert eq.frame1[1] == model2.frame_id("tool") and eq.frame2[1] == model2.frame_id("slider")
+    np.testing.assert_allclose(eq.anchor1[1], [0.1, 0, 0])
+    _, none = load_mjcf(ARM, with_constraints=True)
+    assert len(none) == 0
+
+
+OPTIONS = """
+<mujoco model="options">
+  <compiler angle="radian"/>
+  <option density="1.2" viscosity="0.01"><flag gravity="disable" damper="disable"/></option>
+  <worldbody>
+    <geom name="floor" type="plane" size="0 0 1"/>
+    <body name="cart" pos="0.5 0.2 1.0" gravcomp="0.5">
+      <freejoint name="root"/>
+      <geom name="hull" type="box" size="0.2 0.1 0.05" mass="2"/>
+      <geom name="drum" type="cylinder" size="0.05 0.1" mass="0.5"/>
+      <site name="s1" pos="0.1 0 0"/>
+      <body name="pole" pos="0 0 0.1">
+        <joint name="hinge" type="hinge" axis="0 1 0" range="-1 1" stiffness="3" springref="0.2" ref="0.1"
+               damping="0.7" frictionloss="0.3" armature="0.05"/>
+        <geom name="rod" type="capsule" fromto="0 0 0 0 0 0.5" size="0.02" mass="0.3"/>
+        <geom name="ghost" type="sphere" size="0.1" contype="0" conaffinity="0"/>
+        <site name="s2" pos="0 0 0.5"/>
+      </body>
+    </body>
+  </worldbody>
+  <tendon><spatial name="cord"><site site="s1"/><site site="s2"/></spatial></tendon>
+  <actuator>
+    <motor name="push" joint="hinge" gear="2.5" ctrlrange="-1 1"/>
+    <position name="servo" joint="hinge" kp="20" kv="1.5" forcerange="-4 4"/>
+    <muscle name="muscle" tendon="cord"/>
+  </actuator>
+  <keyframe><key name="tilted" qpos="0 0 1 1 0 0 0 0.3" qvel="1 2 3 0.1 0.2 0.3 -1"/></keyframe>
+</mujoco>
+"""
+
+
+def test_options_and_model_data():
+    """Flags, springs, qpos0, actuators, collision geoms and keyframes become model data; the
+    unmodelled elements are named in one warning."""
+    with pytest.warns(sd.UnsupportedElementWarning) as rec:
+        model = load_mjcf(OPTIONS)
+    (w,) = [r.message for r in rec if isinstance(r.message, sd.LoadWarning)]
+    for element in ("<tendon name='cord'>", "<body name='cart' gravcomp=0.5>",
+                    "<option density=1.2 viscosity=0.01> (fluid forces)", "<geom name='drum' type='cylinder'>",
+                    "<actuator name='muscle'>"):
+        assert element in str(w) and element in w.elements[[element in e for e in w.elements].index(True)]
+    mj = mujoco.MjModel.from_xml_string(OPTIONS)
+    np.testing.assert_array_equal(model.gravity, [0, 0, 0])  # <flag gravity="disable"/>
+    np.testing.assert_array_equal(model.damping, 0)  # <flag damper="disable"/>
+    np.testing.assert_array_equal(model.friction, [0] * 6 + [0.3])
+    np.testing.assert_array_equal(model.armature, mj.dof_armature)
+    np.testing.assert_array_equal(model.stiffness, [0] * 6 + [3])
+    np.testing.assert_array_equal(model.spring_reference, mj.qpos_spring)
+    np.testing.assert_array_equal([model.lower_limit[7], model.upper_limit[7]], [-1, 1])
+    # neutral configuration = qpos0: the free body where the file puts it, the hinge at its ref
+    np.testing.assert_array_equal(sd.neutral_configuration(model), mj.qpos0)
+    np.testing.assert_allclose(mj.qpos0, [0.5, 0.2, 1, 1, 0, 0, 0, 0.1])
+    act = model.actuators
+    assert act.names == ("push", "servo") and act.kind == ("motor", "position")
+    np.testing.assert_array_equal(act.gear, [2.5, 1])
+    np.testing.assert_array_equal(act.gain, [1, 20])
+    np.testing.assert_array_equal(act.bias, [[0, 0, 0], [0, -20, -1.5]])
+    np.testing.assert_array_equal(act.ctrl_range, [[-1, 1], [-np.inf, np.inf]])
+    np.testing.assert_array_equal(act.force_range, [[-np.inf, np.inf], [-4, 4]])
+    assert act.dof == (6, 6)
+    g = model.geoms
+    assert g.names == ("floor", "hull", "rod") and g.type == ("plane", "box", "capsule")
+    assert g.body == (-1, model.body_id("cart"), model.body_id("pole"))
+    np.testing.assert_allclose(g.size[2], [0.02, 0.25, 0])
+    np.testing.assert_allclose(g.translation[2], [0, 0, 0.25], atol=1e-15)
+    kq, kv = model.keyframes["tilted"]
+    np.testing.assert_array_equal(kq, mj.key_qpos[0])
+    np.testing.assert_allclose(kv, v_from_mujoco(model, mj.key_qpos[0], mj.key_qvel[0]))
+    with pytest.raises(ValueError, match="unknown keyframe 'home'"):
+        model.keyframes["home"]
+    # jit, vmap and grad see the new leaves
+    f = jax.jit(lambda m: jnp.sum(m.actuators.gain) + jnp.sum(m.geoms.size) + jnp.sum(m.stiffness))
+    np.testing.assert_allclose(jax.grad(f)(model).actuators.gain, [1, 1])
+    batched = jax.tree_util.tree_map(lambda x: jnp.stack([x, 2 * x]), model)
+    np.testing.assert_allclose(jax.vmap(f)(batched), [f(model), 2 * f(model)])
+
+
+def test_constraint_flag_drops_constraint_data():
+    xml = OPTIONS.replace('<flag gravity="disable" damper="disable"/>',
+                          '<flag constraint="disable" actuation="disable"/>')
+    with pytest.warns(sd.UnsupportedElementWarning) as rec:
+        model = load_mjcf(xml)
+    assert "drum" not in str(rec[0].message)  # no contacts: the cylinder is not missed
+    assert len(model.geoms) == 0 and len(model.actuators) == 0
+    np.testing.assert_array_equal(model.friction, 0)
+    assert np.all(np.isinf(model.lower_limit)) and float(model.gravity[2]) == -9.81
 
 
 def test_bad_mjcf(tmp_path):
@@ -229,3 +330,28 @@ def test_bad_mjcf(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         load_mjcf(FLOATING)  # a clean model does not warn
+
+
+def test_lock_joints_keeps_model_data():
+    """Locking keeps geoms (re-expressed in the movable body), keyframes (without the locked
+    coordinates) and the actuators of joints that stay movable."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sd.LoadWarning)
+        model = load_mjcf(OPTIONS)
+    q = np.asarray(model.q_neutral).copy()
+    q[7] = 0.4
+    reduced = sd.lock_joints(model, ["hinge"], q)
+    assert reduced.joint_names == ("root",) and len(reduced.actuators) == 0
+    assert reduced.geoms.names == model.geoms.names and reduced.geoms.body == (-1, 0, 0)
+    np.testing.assert_array_equal(reduced.keyframes.q, np.asarray(model.keyframes.q)[:, :7])
+    np.testing.assert_array_equal(reduced.keyframes.v, np.asarray(model.keyframes.v)[:, :6])
+    def world(m, q, i):  # world pose of geom i
+        fk, k = jax.jit(lambda q: sd.forward_kinematics(m, q))(q), m.geoms.body[i]
+        r, p = np.eye(3), np.zeros(3)
+        if k >= 0:
+            r, p = np.asarray(fk.body.rotation[k]), np.asarray(fk.body.translation[k])
+        return r @ np.asarray(m.geoms.rotation[i]), r @ np.asarray(m.geoms.translation[i]) + p
+
+    for i in range(3):  # geom world poses are unchanged
+        for x, y in zip(world(model, q, i), world(reduced, q[:7], i), strict=True):
+            np.testing.assert_allclose(x, y, atol=1e-12)

@@ -16,7 +16,7 @@ import zlib
 import jax
 import numpy as np
 import pytest
-from robots import MUJOCO_REJECTS, ROBOTS, robot_path, urdf_for_mujoco
+from robots import MUJOCO_REJECTS, ROBOTS, random_q, robot_path, urdf_for_mujoco
 
 import sodyn as sd
 from sodyn.io import (
@@ -71,23 +71,6 @@ def robot(request):
                  np.asarray(v_to_pinocchio(model, a)))
     return dict(name=name, model=model, pm=pm, state=state, pin_state=pin_state, out=out,
                 frames=frames, fids=fids, path=path)
-
-
-def random_q(model, rng):
-    """A random configuration drawn in NumPy (cheaper than compiling random_configuration)."""
-    q = np.zeros(model.nq)
-    lo, hi = np.asarray(model.lower_limit), np.asarray(model.upper_limit)
-    for name, t in zip(model.joint_names, model.joint_types, strict=True):
-        s = model.joint_q_slice(name)
-        if t == "free":
-            quat = rng.normal(size=4)
-            q[s] = np.concatenate([rng.uniform(-1, 1, 3), quat / np.linalg.norm(quat)])
-        else:
-            assert t in ("revolute", "continuous", "prismatic"), t
-            low = lo[s.start] if np.isfinite(lo[s.start]) else -np.pi
-            high = hi[s.start] if np.isfinite(hi[s.start]) else np.pi
-            q[s] = rng.uniform(low, high)
-    return q
 
 
 def to_pin_matrix(model, M):

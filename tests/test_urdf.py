@@ -7,6 +7,7 @@ axes, damping), and every malformed input must raise one clear error naming the 
 element and the line."""
 
 import re
+import warnings
 
 import jax
 import numpy as np
@@ -193,9 +194,17 @@ BAD = {
     "unknown_type": ('<robot name="x">\n' + GOOD_LINKS + J.format(n="j", t="screw", p="r", c="a") + "</robot>",
                      r"line 6, <joint name='j'>.*unknown joint type 'screw'"),
     "not_psd": ('<robot name="x">\n<link name="r">' + inertial(i=(1, 1, 1, 2, 0, 0)) + "</link></robot>",
-                r"line 2, <inertial> of link 'r'.*not positive semi-definite"),
+                r"line 2, <inertial> of link 'r'.*clearly negative eigenvalue -1 .*not positive semi-definite"),
     "negative_mass": ('<robot name="x">\n<link name="r">' + inertial(m=-1) + "</link></robot>",
-                      r"line 2, <inertial> of link 'r'.*mass must be non-negative"),
+                      r"line 2, <mass> of link 'r'.*mass must be non-negative"),
+    "duplicate_link": ('<robot name="x">\n' + GOOD_LINKS + '<link name="a"/>\n</robot>',
+                       r"line 6, <link name='a'>.*duplicate link name 'a' \(first at line 4\)"),
+    "child_is_parent": ('<robot name="x">\n' + GOOD_LINKS + J.format(n="j", t="revolute", p="a", c="a") + "</robot>",
+                        r"line 6, <joint name='j'>.*connects link 'a' to itself"),
+    "nan_mass": ('<robot name="x">\n<link name="r"><inertial><mass value="nan"/>\n<inertia ixx="1" iyy="1" izz="1"/></inertial></link></robot>',
+                 r"line 2, <mass>.*value='nan' contains NaN"),
+    "mimic_unknown_strict": ('<robot name="x">\n' + GOOD_LINKS + '<joint name="j" type="continuous"><parent link="r"/><child link="a"/>\n'
+                             '<mimic joint="nowhere"/></joint></robot>', r"line 7, <mimic>: joint 'j' mimics unknown joint 'nowhere'"),
     "nan": ('<robot name="x">\n' + GOOD_LINKS + '<joint name="j" type="revolute"><parent link="r"/><child link="a"/>\n'
             '<origin xyz="0 nan 0"/></joint></robot>', r"line 7, <origin>.*xyz='0 nan 0'.*NaN"),
     "bad_number": ('<robot name="x">\n<link name="r"><inertial><mass value="heavy"/>\n<inertia ixx="1" iyy="1" izz="1"/></inertial></link></robot>',
@@ -211,13 +220,14 @@ def test_bad_input(case, tmp_path):
     text, pattern = BAD[case]
     path = tmp_path / f"{case}.urdf"
     path.write_text(text)
+    kw = dict(strict=True) if case.endswith("_strict") else {}
     with pytest.raises(ValueError) as info:
-        load_urdf(path)
+        load_urdf(path, **kw)
     msg = str(info.value)
     assert msg.startswith(str(path)), msg
     assert re.search(pattern, msg, re.S), msg
     with pytest.raises(ValueError, match=re.escape("<URDF string>")):  # strings are named too
-        load_urdf(text)
+        load_urdf(text, **kw)
 
 
 def test_file_not_found(tmp_path):
@@ -232,3 +242,151 @@ def test_bad_options():
         load_urdf(ROBOT, mimic="maybe")
     with pytest.raises(ValueError, match="missing_inertia"):
         load_urdf(ROBOT, missing_inertia="guess")
+
+
+def test_mimic_of_unknown_joint(tmp_path):
+    """Ignored with a warning naming the line while mimic tags do not enter the model
+    (``mimic="independent"``, as Pinocchio); an error when they would (``"couple"``)."""
+    text, pattern = BAD["mimic_unknown_strict"]
+    path = tmp_path / "mimic.urdf"
+    path.write_text(text)
+    with pytest.warns(sd.IgnoredElementWarning, match=re.escape(str(path)) + ", " + pattern) as rec:
+        model = load_urdf(path)
+    assert model.nv == 1 and rec[0].message.elements == ("line 7",)
+    with pytest.raises(ValueError, match=re.escape(str(path)) + ", " + pattern):
+        load_urdf(path, mimic="couple")
+
+
+# ---------------------------------------------------------------------------
+# inertias: accept what is valid, repair round-off (one warning), reject the impossible
+# ---------------------------------------------------------------------------
+
+
+def two_links(i_b, m_b=1.0, rpy="0 0 0"):
+    """A base with unit principal moments (the model's inertia scale) and a child link ``b``
+    with rotational inertia ``i_b`` (ixx iyy izz ixy ixz iyz) on line 4."""
+    return f"""<robot name="t">
+<link name="a">{inertial(2.0, rpy="0 0 0", i=(1, 1, 1, 0, 0, 0))}</link>
+<link name="b">{inertial(m_b, rpy=rpy, i=i_b)}</link>
+<joint name="j" type="revolute"><parent link="a"/><child link="b"/><origin xyz="0.1 0.2 0.3"/><axis xyz="0 1 1"/>
+  <limit lower="-1" upper="1" effort="1" velocity="1"/></joint></robot>"""
+
+
+def pin_matches(urdf_text, model, inertia_b=None):
+    """M and inverse dynamics of the floating model equal Pinocchio's (optionally with link b's
+    rotational inertia replaced by ``inertia_b``, in link axes)."""
+    pin = pytest.importorskip("pinocchio")
+    pm = pin.buildModelFromXML(urdf_text, pin.JointModelFreeFlyer())
+    if inertia_b is not None:
+        old = pm.inertias[2]
+        pm.inertias[2] = pin.Inertia(old.mass, old.lever, np.asarray(inertia_b))
+    rng = np.random.default_rng(0)
+    quat = rng.normal(size=4)
+    q = np.concatenate([rng.normal(size=3), quat / np.linalg.norm(quat), [0.4]])
+    v, a = rng.normal(size=7), rng.normal(size=7)
+    M, tau = jax.jit(lambda q, v, a: (sd.mass_matrix(model, q), sd.inverse_dynamics(model, q, v, a)))(q, v, a)
+    qp, vp, ap = (np.asarray(f(model, x)) for f, x in ((q_to_pinocchio, q), (v_to_pinocchio, v), (v_to_pinocchio, a)))
+    Mp = pin.crba(pm, pm.createData(), qp)
+    np.testing.assert_allclose(v_to_pinocchio(model, v_to_pinocchio(model, M).T), np.triu(Mp) + np.triu(Mp, 1).T,
+                               atol=1e-12)
+    np.testing.assert_allclose(v_to_pinocchio(model, tau), pin.rnea(pm, pm.createData(), qp, vp, ap), atol=1e-12)
+
+
+def test_massless_link_with_rotational_inertia():
+    text = two_links((0.01, 0.02, 0.025, 0.001, 0, 0), m_b=0.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # valid: no warning
+        model = load_urdf(text, floating_base=True)
+    assert float(model.mass[1]) == 0.0 and np.any(np.asarray(model.inertia[1]))
+    pin_matches(text, model)
+
+
+def test_round_off_negative_eigenvalue_is_repaired():
+    # principal moments (0.5, 0.5, -1e-8) about axes rotated by rpy: -1e-8 is round-off next to
+    # the base's unit moments; the repair sets it to zero.
+    text = two_links((0.5, 0.5, -1e-8, 0, 0, 0), rpy="0.3 0.2 0.1")
+    with pytest.warns(sd.InertiaWarning, match=r"<URDF string>: 1 link inertia.*\n  line 4, <inertial> of link 'b': "
+                      r"principal moments .* set to zero") as rec:
+        model = load_urdf(text, floating_base=True)
+    (repair,) = rec[0].message.repairs
+    r = rpy_to_rotation([0.3, 0.2, 0.1])
+    assert repair.link == "b" and repair.repaired
+    np.testing.assert_allclose(repair.original, r @ np.diag([0.5, 0.5, -1e-8]) @ r.T, atol=1e-15)
+    np.testing.assert_allclose(repair.inertia, r @ np.diag([0.5, 0.5, 0.0]) @ r.T, atol=1e-15)
+    pin_matches(text, model, inertia_b=repair.inertia)
+    with pytest.raises(ValueError, match=r"(?s)line 4, <inertial> of link 'b': .*set to zero.*\(strict=True\)"):
+        load_urdf(text, floating_base=True, strict=True)
+
+
+def test_round_off_triangle_violation_is_repaired():
+    text = two_links((0.3, 0.4, 0.7 + 1e-9, 0, 0, 0))
+    with pytest.warns(sd.InertiaWarning, match=r"link 'b': triangle inequality violated by 1e-09, moved onto it") as rec:
+        load_urdf(text)
+    (repair,) = rec[0].message.repairs
+    lam = np.linalg.eigvalsh(repair.inertia)
+    assert lam[0] + lam[1] >= lam[2] - 1e-15 and np.max(np.abs(repair.inertia - repair.original)) < 1e-9
+
+
+def test_triangle_violation_kept_as_written():
+    text = two_links((0.1, 0.1, 0.5, 0, 0, 0))
+    with pytest.warns(sd.InertiaWarning, match=r"link 'b': principal moments .* violate the triangle inequality by 0.3 "
+                      r"\(kept as written") as rec:
+        model = load_urdf(text, floating_base=True)
+    assert not rec[0].message.repairs[0].repaired
+    pin_matches(text, model)  # the spatial inertia is positive semi-definite: loaded as Pinocchio loads it
+    with pytest.raises(ValueError, match="triangle inequality"):
+        load_urdf(text, strict=True)
+
+
+def test_clearly_negative_eigenvalue():
+    text = two_links((0.5, 0.5, -0.01, 0, 0, 0))
+    with pytest.raises(ValueError, match=r"<URDF string>, line 4, <inertial> of link 'b': .*clearly negative eigenvalue "
+                       r"-0.01 .*invalid_inertia='keep'"):
+        load_urdf(text)
+    with pytest.warns(sd.InertiaWarning, match=r"link 'b': negative principal moment -0.01 \(kept as written\)"):
+        model = load_urdf(text, floating_base=True, invalid_inertia="keep")
+    pin_matches(text, model)
+    with pytest.raises(ValueError, match="invalid_inertia"):
+        load_urdf(text, invalid_inertia="fix")
+
+
+# ---------------------------------------------------------------------------
+# singular models and locking joints
+# ---------------------------------------------------------------------------
+
+FINGERS = f"""<robot name="hand">
+<link name="palm">{inertial(1.0)}</link><link name="f1"/><link name="f2"/><link name="tip"/>
+<link name="slider"><inertial><mass value="0"/><inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link>
+<link name="arm">{inertial(0.5)}</link>
+<joint name="a1" type="revolute"><parent link="palm"/><child link="arm"/><axis xyz="0 0 1"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
+<joint name="k1" type="revolute"><parent link="palm"/><child link="f1"/><origin xyz="0.1 0 0"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
+<joint name="k2" type="continuous"><parent link="f1"/><child link="f2"/><origin xyz="0.1 0 0"/></joint>
+<joint name="k3" type="fixed"><parent link="f2"/><child link="tip"/><origin xyz="0.05 0 0"/></joint>
+<joint name="s" type="prismatic"><parent link="arm"/><child link="slider"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
+</robot>"""
+
+
+def test_singular_model_warns_and_locking_fixes_it():
+    with pytest.warns(sd.SingularModelWarning, match=r"<URDF string>: the mass matrix is singular: .*'s', 'k1', 'k2' "
+                      r".*armature.*sodyn.lock_joints") as rec:
+        model = load_urdf(FINGERS, floating_base=True)
+    assert rec[0].message.joints == ("s", "k1", "k2")  # s: a prismatic joint moving only rotational inertia
+    q = np.asarray(sd.neutral_configuration(model))
+    assert np.linalg.matrix_rank(np.asarray(jax.jit(lambda q: sd.mass_matrix(model, q))(q))) == model.nv - 3
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        reduced = sd.lock_joints(model, rec[0].message.joints, q)
+    assert reduced.joint_names == ("root_joint", "a1") and reduced.nv == 7
+    for frame in ("k1", "k2", "tip", "slider"):  # locked joints and their links stay frames
+        reduced.frame_id(frame)
+    assert np.all(np.linalg.eigvalsh(np.asarray(sd.mass_matrix(reduced, sd.neutral_configuration(reduced)))) > 0)
+
+
+def test_lock_joints_bad_input():
+    model = load_urdf(ROBOT)
+    with pytest.raises(ValueError, match="unknown joint 'nope'"):
+        sd.lock_joints(model, ["nope"])
+    with pytest.raises(ValueError, match=r"q must have shape \(4,\)"):
+        sd.lock_joints(model, ["c_spin"], np.zeros(3))
+    with pytest.raises(ValueError, match="cannot lock every joint"):
+        sd.lock_joints(model, model.joint_names)

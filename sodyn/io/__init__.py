@@ -1,7 +1,16 @@
 """Model import (Pinocchio models, URDF, MJCF) and conversions between the q/v conventions of
 sodyn, Pinocchio and MuJoCo."""
 
+from sodyn.io.diagnostics import (
+    IgnoredElementWarning,
+    InertiaRepair,
+    InertiaWarning,
+    LoadWarning,
+    SingularModelWarning,
+    UnsupportedElementWarning,
+)
 from sodyn.io.mjcf import (
+    EqualityConstraints,
     a_from_mujoco,
     a_to_mujoco,
     from_mujoco,
@@ -25,6 +34,8 @@ from sodyn.io.pinocchio import (
 from sodyn.io.urdf import CoupledURDF, MimicCoupling, load_urdf
 
 __all__ = [
+    "EqualityConstraints", "IgnoredElementWarning", "InertiaRepair", "InertiaWarning", "LoadWarning",
+    "SingularModelWarning", "UnsupportedElementWarning",
     "CoupledURDF", "MimicCoupling", "a_from_mujoco", "a_to_mujoco", "from_mujoco", "from_pinocchio",
     "load_mjcf", "load_urdf", "mass_matrix_from_mujoco", "q_from_mujoco", "q_from_pinocchio",
     "q_to_mujoco", "q_to_pinocchio", "tau_from_mujoco", "tau_to_mujoco", "v_from_mujoco",

@@ -9,7 +9,8 @@ Conversion rules
 * **Bodies** keep MuJoCo's order (depth-first, the order of ``qpos``/``qvel``).  A MuJoCo
   body with several joints becomes a chain of sodyn bodies, one per joint: all but the last
   are massless and named ``<body>__<joint>``; the last carries the inertia (``body_mass``,
-  ``body_ipos``, ``body_iquat``, ``body_inertia``).
+  ``body_ipos``, ``body_iquat``, ``body_inertia``; like MuJoCo, the body frame stands in for
+  the inertial frame where the compiler marked them the same, ``body_sameframe``).
 * **Joint anchors.**  A sodyn body frame sits on its joint (hinge/ball: at ``jnt_pos``).
   When the anchor is not the MuJoCo body origin the body is named ``<body>__anchor`` and a
   frame named ``<body>`` marks the MuJoCo body frame, so ``frame_pose(model, q, "<body>")``
@@ -27,13 +28,30 @@ Conversion rules
   :func:`mass_matrix_from_mujoco`.
 * **Joint data.**  ``dof_damping`` → ``damping``, ``dof_armature`` → ``armature``,
   ``dof_frictionloss`` → ``friction``, ``jnt_range`` of limited joints → limits,
+  ``jnt_stiffness`` → ``stiffness`` (per dof), ``qpos_spring`` → ``spring_reference``,
+  ``qpos0`` → ``q_neutral`` (what :func:`sodyn.neutral_configuration` returns),
   ``opt.gravity`` → ``gravity``.  (MuJoCo applies free-joint armature and damping to
   ``[v_world; ω_local]``; they are copied as is, which is exact when the three linear values
   are equal.)
-* **Not part of the tree, ignored with a warning:** equality constraints, tendons, joint
-  stiffness (springs), gravity compensation, actuators are simply not modelled (sodyn takes
-  ``tau``), and contacts/limits are constraints.  A free joint below another body or
-  combined with other joints in one body raises ``ValueError`` (MuJoCo itself rejects both).
+* **Options.**  ``<flag>`` switches that remove a force are applied to the data: ``gravity``
+  disabled → zero gravity, ``spring`` → zero stiffness, ``damper`` → zero damping,
+  ``frictionloss`` → zero friction, ``limit`` → no limits, ``contact`` → no collision geoms,
+  ``actuation`` → no actuators, ``clampctrl`` → unbounded controls, ``constraint`` → all of
+  friction loss, limits, contacts and equality constraints.
+* **Actuators** with a joint transmission on a hinge or slide, no activation dynamics, a
+  fixed gain and no or affine bias (``<motor>``, ``<position>``, ``<velocity>``, and
+  ``<general>`` of that form) → :class:`~sodyn.model.Actuators`.  **Collision geoms**
+  (``contype`` or ``conaffinity`` non-zero) of type plane, sphere, capsule and box →
+  :class:`~sodyn.model.Geoms`.  **Keyframes** → :class:`~sodyn.model.Keyframes`.
+* **Equality constraints** (``connect``, ``weld``, ``joint``) are returned by
+  ``load_mjcf(..., with_constraints=True)`` as :class:`EqualityConstraints`.
+* **Not modelled, one** :class:`~sodyn.io.diagnostics.UnsupportedElementWarning` **per model
+  naming each element:** tendons, gravity compensation, fluid forces (``density``,
+  ``viscosity``, ``fluidshape``), collision geoms of other types (mesh, cylinder, ...),
+  explicit contact pairs, other actuators, flexes, equality constraints when
+  ``with_constraints`` is off (or of other types), and the ``override`` flag.  A free joint
+  below another body or combined with other joints in one body raises ``ValueError``
+  (MuJoCo itself rejects both).
 """
 
 from __future__ import annotations
@@ -45,18 +63,18 @@ import jax.numpy as jnp
 import numpy as np
 
 from sodyn import spatial
-from sodyn.io import _xml
+from sodyn.io import _xml, diagnostics
+from sodyn.io._mjcf_elements import (
+    add_actuators,
+    add_geoms,
+    quat_to_matrix,
+    qvel_to_v,
+    switched_off,
+    unsupported_elements,
+)
+from sodyn.io.mjcf_equality import EqualityConstraints, equality_constraints
 from sodyn.joints import JointSpec
 from sodyn.model import Model, ModelBuilder
-
-
-def _quat_to_matrix(q) -> np.ndarray:
-    w, x, y, z = np.asarray(q, dtype=np.float64) / np.linalg.norm(q)
-    return np.array([
-        [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-        [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-        [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
-    ])
 
 
 def _axis_angle(axis, angle) -> np.ndarray:
@@ -66,8 +84,13 @@ def _axis_angle(axis, angle) -> np.ndarray:
     return np.eye(3) + np.sin(angle) * K + (1 - np.cos(angle)) * K @ K
 
 
-def load_mjcf(path_or_xml, *, name: str | None = None, dtype=None) -> Model:
+def load_mjcf(
+    path_or_xml, *, name: str | None = None, dtype=None, with_constraints: bool = False
+) -> Model | tuple[Model, EqualityConstraints]:
     """Compile an MJCF file or XML string with ``mujoco`` and convert it (module docstring).
+
+    Returns the :class:`Model`, or ``(model, constraints)`` with ``with_constraints=True``
+    (``constraints`` an :class:`EqualityConstraints`, empty when the file has none).
 
     Raises ``FileNotFoundError`` for a missing file and ``ValueError`` (naming the file and
     MuJoCo's message, which gives the element and line) when MuJoCo rejects the model.
@@ -93,13 +116,15 @@ def load_mjcf(path_or_xml, *, name: str | None = None, dtype=None) -> Model:
         except ValueError as e:
             raise ValueError(f"{source}: MuJoCo could not compile the model: {e}") from None
     try:
-        return from_mujoco(mj, name=name, dtype=dtype)
+        return from_mujoco(mj, name=name, dtype=dtype, with_constraints=with_constraints, source=source)
     except ValueError as e:
         raise ValueError(f"{source}: {e}") from None
 
 
-def from_mujoco(mj, name: str | None = None, dtype=None) -> Model:
-    """Convert a compiled ``mujoco.MjModel`` into a sodyn :class:`Model` (module docstring)."""
+def from_mujoco(mj, name: str | None = None, dtype=None, with_constraints: bool = False,
+                source: str = "<MjModel>") -> Model | tuple[Model, EqualityConstraints]:
+    """Convert a compiled ``mujoco.MjModel`` into a sodyn :class:`Model` (module docstring);
+    ``(model, constraints)`` with ``with_constraints=True``."""
     import mujoco
 
     obj = mujoco.mjtObj
@@ -109,20 +134,10 @@ def from_mujoco(mj, name: str | None = None, dtype=None) -> Model:
         s = mujoco.mj_id2name(mj, kind, i)
         return s if s else fallback
 
-    ignored = []
-    if mj.neq:
-        ignored.append(f"{mj.neq} equality constraint(s)")
-    if mj.ntendon:
-        ignored.append(f"{mj.ntendon} tendon(s)")
-    if np.any(mj.jnt_stiffness != 0):
-        ignored.append("joint stiffness (springs)")
-    if hasattr(mj, "body_gravcomp") and np.any(mj.body_gravcomp != 0):
-        ignored.append("gravity compensation")
-    if ignored:
-        warnings.warn("sodyn ignores what is not part of the kinematic tree: " + ", ".join(ignored),
-                      stacklevel=3)
-
-    b = ModelBuilder(gravity=np.asarray(mj.opt.gravity, float), name=name or nm(obj.mjOBJ_MODEL, 0, "mjcf"))
+    flags_off = switched_off(mj)
+    unsupported: list[str] = []
+    gravity = np.zeros(3) if "gravity" in flags_off else np.asarray(mj.opt.gravity, float)
+    b = ModelBuilder(gravity=gravity, name=name or nm(obj.mjOBJ_MODEL, 0, "mjcf"))
     used: set[str] = set()
 
     def unique(s):
@@ -141,12 +156,15 @@ def from_mujoco(mj, name: str | None = None, dtype=None) -> Model:
     for i in range(1, mj.nbody):
         bname = body_names[i]
         par, off = last[int(mj.body_parentid[i])]
-        r_b = _quat_to_matrix(mj.body_quat[i])
+        r_b = quat_to_matrix(mj.body_quat[i])
         p_b = off + np.asarray(mj.body_pos[i], float)
         mass = float(mj.body_mass[i])
-        ri = _quat_to_matrix(mj.body_iquat[i])
+        # MuJoCo computes with the body frame when the compiler found the inertial frame to
+        # coincide with it (body_sameframe 1: position and axes, 3: axes only).
+        same = int(mj.body_sameframe[i])
+        ri = np.eye(3) if same in (1, 3) else quat_to_matrix(mj.body_iquat[i])
         inertia = ri @ np.diag(mj.body_inertia[i]) @ ri.T
-        ipos = np.asarray(mj.body_ipos[i], float)
+        ipos = np.zeros(3) if same == 1 else np.asarray(mj.body_ipos[i], float)
         jadr, jnum = int(mj.body_jntadr[i]), int(mj.body_jntnum[i])
         if jnum == 0:
             k = b.add_body(bname, par, JointSpec.fixed(), rotation=r_b, translation=p_b, mass=mass,
@@ -168,8 +186,10 @@ def from_mujoco(mj, name: str | None = None, dtype=None) -> Model:
             # move to this one (in MuJoCo body axes, which every body of the chain shares).
             trans = trans + rot @ (anchor - prev_anchor)
             lower = upper = None
-            if mj.jnt_limited[j] and t in (jt.mjJNT_HINGE, jt.mjJNT_SLIDE):
+            if mj.jnt_limited[j] and t in (jt.mjJNT_HINGE, jt.mjJNT_SLIDE) and "limit" not in flags_off:
                 lower, upper = float(mj.jnt_range[j][0]), float(mj.jnt_range[j][1])
+            qa = int(mj.jnt_qposadr[j])
+            qs = slice(qa, qa + {jt.mjJNT_FREE: 7, jt.mjJNT_BALL: 4}.get(t, 1))
             if t == jt.mjJNT_FREE:
                 if parent is not None or jnum != 1:
                     raise ValueError(f"body {bname!r}: a free joint must be the only joint of a "
@@ -194,8 +214,12 @@ def from_mujoco(mj, name: str | None = None, dtype=None) -> Model:
                 body_name, parent, spec, rotation=rot, translation=trans,
                 mass=mass if is_last else 0.0, com=ipos - anchor if is_last else np.zeros(3),
                 inertia=inertia if is_last else np.zeros((3, 3)), joint_name=jname,
-                damping=np.asarray(mj.dof_damping[dofs]), armature=np.asarray(mj.dof_armature[dofs]),
-                friction=np.asarray(mj.dof_frictionloss[dofs]), lower=lower, upper=upper,
+                damping=0.0 if "damper" in flags_off else np.asarray(mj.dof_damping[dofs]),
+                armature=np.asarray(mj.dof_armature[dofs]),
+                friction=0.0 if "frictionloss" in flags_off else np.asarray(mj.dof_frictionloss[dofs]),
+                lower=lower, upper=upper,
+                stiffness=0.0 if "spring" in flags_off else float(mj.jnt_stiffness[j]),
+                spring_reference=np.asarray(mj.qpos_spring[qs]), q_neutral=np.asarray(mj.qpos0[qs]),
                 massless_ok=True, check_triangle_inequality=False,
             )
             parent, rot, trans, prev_anchor = k, np.eye(3), np.zeros(3), anchor
@@ -208,10 +232,28 @@ def from_mujoco(mj, name: str | None = None, dtype=None) -> Model:
             continue
         used.add(sname)
         par, off = last[int(mj.site_bodyid[s])]
-        frames.append((sname, par, _quat_to_matrix(mj.site_quat[s]), off + np.asarray(mj.site_pos[s], float)))
+        frames.append((sname, par, quat_to_matrix(mj.site_quat[s]), off + np.asarray(mj.site_pos[s], float)))
     for fname, par, r, p in frames:
         b.add_frame(fname, par, rotation=r, translation=p)
-    return b.build(dtype=dtype)
+    if "contact" not in flags_off:
+        add_geoms(mj, b, last, nm, unsupported)
+    if "actuation" not in flags_off:
+        add_actuators(mj, b, joint_names, nm, flags_off, unsupported)
+    for k in range(mj.nkey):
+        b.add_keyframe(nm(obj.mjOBJ_KEY, k, f"key{k}"), mj.key_qpos[k], qvel_to_v(mj, mj.key_qpos[k], mj.key_qvel[k]))
+    unsupported_elements(mj, nm, flags_off, with_constraints, unsupported)
+    model = b.build(dtype=dtype)
+    if unsupported:
+        warnings.warn(diagnostics.UnsupportedElementWarning(
+            f"{source}: sodyn does not model these elements, which change the dynamics:\n  " + "\n  ".join(unsupported),
+            tuple(unsupported)), stacklevel=3)
+    singular = diagnostics.singular_joints(model)
+    if singular:
+        warnings.warn(diagnostics.SingularModelWarning(diagnostics.singular_message(source, singular), singular),
+                      stacklevel=3)
+    if with_constraints:
+        return model, equality_constraints(mj, model, body_names, "equality" in flags_off)
+    return model
 
 
 # ---------------------------------------------------------------------------
@@ -314,7 +356,7 @@ def mass_matrix_from_mujoco(model: Model, q, M_mj):
 
 
 __all__ = [
-    "a_from_mujoco", "a_to_mujoco", "from_mujoco", "load_mjcf", "mass_matrix_from_mujoco",
+    "EqualityConstraints", "a_from_mujoco", "a_to_mujoco", "from_mujoco", "load_mjcf", "mass_matrix_from_mujoco",
     "q_from_mujoco", "q_to_mujoco", "tau_from_mujoco", "tau_to_mujoco", "v_from_mujoco",
     "v_to_mujoco", "velocity_map_to_mujoco",
 ]

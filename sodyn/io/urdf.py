@@ -23,13 +23,16 @@ only for signature compatibility with Pinocchio.  The resulting model matches
   ``R(rpy) I R(rpy)ᵀ``.  A link *without* ``<inertial>`` is massless, as in Pinocchio (a
   massless leaf on a movable joint makes ``M`` singular, as it does in Pinocchio).  An
   ``<inertial>`` lacking ``<mass>`` or ``<inertia>`` is an error unless
-  ``missing_inertia="zero"`` (then the missing part is zero).  Negative masses and inertias
-  that are not symmetric positive semi-definite are errors; a violated triangle inequality
-  only warns (real URDFs contain such approximations and Pinocchio accepts them).
+  ``missing_inertia="zero"`` (then the missing part is zero).  A massless link may carry a
+  rotational inertia.  Negative masses and clearly negative principal moments are errors;
+  round-off defects are repaired and non-physical but positive semi-definite inertias kept,
+  with one warning per model (:mod:`sodyn.io.diagnostics`).
 * **Joints.**  ``revolute``, ``continuous``, ``prismatic``, ``fixed``, ``floating`` (a free
   joint) and ``planar`` (the plane normal to ``<axis>``; a non-``z`` normal inserts a
-  massless intermediate body named ``<child>__planar``).  Axes are normalised.  Limits,
-  ``velocity``/``effort`` limits and ``<dynamics damping friction>`` are kept as model data
+  massless intermediate body named ``<child>__planar``).  Axes are normalised.  Limits
+  (``lower``/``upper`` default to 0 inside a ``<limit>``, as the URDF specification and
+  urdfdom say; no ``<limit>`` means unbounded), ``velocity``/``effort`` limits and
+  ``<dynamics damping friction>`` are kept as model data
   (``damping`` enters :func:`sodyn.inverse_dynamics` as ``damping · v``; Pinocchio's
   ``rnea`` leaves it out).
 * **Mimic joints** (``mimic=``): ``"independent"`` (default, like Pinocchio) keeps them as
@@ -50,9 +53,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from sodyn.io import _xml
+from sodyn.io import _xml, diagnostics
 from sodyn.joints import JointSpec, nq_of, nv_of
-from sodyn.model import Model, ModelBuilder, check_inertia
+from sodyn.model import Model, ModelBuilder
 
 JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar")
 
@@ -161,19 +164,32 @@ def _parse_links(doc: _xml.Document, robot, missing_inertia: str) -> dict[str, _
                 ixy, ixz, iyz = (doc.float(i_el, k, 0.0) for k in ("ixy", "ixz", "iyz"))
                 local = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
                 inertia = rot @ local @ rot.T
-            where = doc.where(inertial, f"of link {name!r}")
             if mass < 0:
-                raise ValueError(f"{where}: mass must be non-negative, got {mass}")
-            try:
-                check_inertia(max(mass, 1.0), inertia, where, triangle=False)
-            except ValueError as e:
-                raise ValueError(str(e)) from None
-            try:
-                check_inertia(max(mass, 1.0), inertia, where, triangle=True)
-            except ValueError as e:
-                warnings.warn(str(e), stacklevel=3)
+                raise ValueError(f"{doc.where(m_el, f'of link {name!r}')}: mass must be non-negative, got {mass}")
+            if i_el is not None and np.max(np.abs(inertia - inertia.T)) > 1e-9 * max(np.max(np.abs(inertia)), 1e-300):
+                raise doc.error(i_el, f"link {name!r}: the inertia is not symmetric")
         links[name] = _Link(name, el, mass, com, inertia)
     return links
+
+
+def _check_inertias(doc: _xml.Document, links: dict[str, _Link], strict: bool, keep_invalid: bool) -> None:
+    """Classify every link inertia (:mod:`sodyn.io.diagnostics`): repair round-off in place,
+    raise for impossible ones, and warn once for the model."""
+    scale = diagnostics.inertia_scale([link.inertia for link in links.values()])
+    repairs = []
+    for link in links.values():
+        inertial = link.el.find("inertial")
+        if inertial is None:
+            continue
+        where = doc.where(inertial, f"of link {link.name!r}")
+        link.inertia, defect = diagnostics.classify_inertia(link.name, where, link.inertia, scale, keep_invalid)
+        if defect is not None:
+            repairs.append(defect)
+    if repairs:
+        message = diagnostics.inertia_message(doc.source, repairs)
+        if strict:
+            raise ValueError(message.replace("(strict=True makes this an error)", "(strict=True)"))
+        warnings.warn(diagnostics.InertiaWarning(message, tuple(repairs)), stacklevel=3)
 
 
 def _parse_joints(doc: _xml.Document, robot, links) -> list[_Joint]:
@@ -213,9 +229,8 @@ def _parse_joints(doc: _xml.Document, robot, links) -> list[_Joint]:
         lower, upper, velocity, effort = -np.inf, np.inf, np.inf, np.inf
         lim = el.find("limit")
         if lim is not None:
-            if jtype in ("revolute", "prismatic"):
-                lower = doc.float(lim, "lower", 0.0) if lim.get("lower") is not None else -np.inf
-                upper = doc.float(lim, "upper", 0.0) if lim.get("upper") is not None else np.inf
+            if jtype in ("revolute", "prismatic"):  # the URDF specification's defaults: 0
+                lower, upper = doc.float(lim, "lower", 0.0), doc.float(lim, "upper", 0.0)
                 if lower > upper:
                     raise doc.error(lim, f"joint {name!r}: lower limit {lower} exceeds upper limit {upper}")
             if lim.get("velocity") is not None:
@@ -240,6 +255,23 @@ def _parse_joints(doc: _xml.Document, robot, links) -> list[_Joint]:
             lower, upper, velocity, effort, damping, friction, mimic,
         ))
     return joints
+
+
+def _check_mimic_targets(doc: _xml.Document, joints: list[_Joint], error: bool) -> None:
+    """A ``<mimic>`` naming no joint of the file is an error, except with ``mimic="independent"``
+    (where mimic tags do not enter the model, as in Pinocchio) without ``strict``: a warning."""
+    names = {j.name for j in joints}
+    bad = [j for j in joints if j.mimic is not None and j.mimic[0] not in names]
+    for j in bad:
+        if error:
+            raise doc.error(j.el.find("mimic"), f"joint {j.name!r} mimics unknown joint {j.mimic[0]!r}")
+    if bad:
+        where = [f"{doc.where(j.el.find('mimic'))}: joint {j.name!r} mimics unknown joint {j.mimic[0]!r}"
+                 for j in bad]
+        warnings.warn(diagnostics.IgnoredElementWarning(
+            "mimic tags naming no joint of the file (ignored: mimic='independent' keeps every joint "
+            "independent; strict=True makes this an error):\n  " + "\n  ".join(where),
+            tuple(f"line {doc.line(j.el.find('mimic'))}" for j in bad)), stacklevel=3)
 
 
 def _tree_order(doc: _xml.Document, robot, links, joints) -> tuple[str, list[_Joint]]:
@@ -284,8 +316,6 @@ def _coupling(doc, model: Model, joints: list[_Joint]) -> MimicCoupling:
     mimic = {j.name: j.mimic for j in joints if j.mimic is not None}
     for name, (target, _, _) in mimic.items():
         j = by_name[name]
-        if target not in by_name:
-            raise doc.error(j.el.find("mimic"), f"joint {name!r} mimics unknown joint {target!r}")
         for jj in (j, by_name[target]):
             if jj.type not in ("revolute", "continuous", "prismatic"):
                 raise doc.error(jj.el, f"mimic coupling needs one-dof joints; {jj.name!r} is {jj.type}")
@@ -334,19 +364,33 @@ def load_urdf(
     root_joint_name: str = "root_joint",
     gravity=(0.0, 0.0, -9.81),
     dtype=None,
-):
+    strict: bool = False,
+    invalid_inertia: str = "error",
+) -> Model | CoupledURDF:
     """Load a URDF file (or XML string) into a :class:`sodyn.Model`; see the module docstring.
 
     ``floating_base`` puts a free joint (``root_joint_name``) under the root link;
     ``package_dirs`` is ignored (meshes are never loaded); ``mimic`` is ``"independent"``,
     ``"couple"`` (returns :class:`CoupledURDF`) or ``"reject"``; ``missing_inertia`` is
     ``"error"`` or ``"zero"`` for an ``<inertial>`` that lacks ``<mass>`` or ``<inertia>``.
+
+    Inertias are classified as :mod:`sodyn.io.diagnostics` describes: round-off defects are
+    repaired and reported in one :class:`~sodyn.io.diagnostics.InertiaWarning` (an error
+    with ``strict=True``); a clearly negative principal moment is an error unless
+    ``invalid_inertia="keep"``, which loads it unchanged (as Pinocchio does) and reports it.
+    A model whose mass matrix is singular (massless subtrees) loads with a
+    :class:`~sodyn.io.diagnostics.SingularModelWarning`.  A ``<mimic>`` naming no joint of the
+    file is an error, except with ``mimic="independent"`` and ``strict=False``, where mimic
+    tags do not enter the model and it only warns
+    (:class:`~sodyn.io.diagnostics.IgnoredElementWarning`).
     """
     del package_dirs
     if mimic not in ("independent", "couple", "reject"):
         raise ValueError(f"mimic must be 'independent', 'couple' or 'reject', got {mimic!r}")
     if missing_inertia not in ("error", "zero"):
         raise ValueError(f"missing_inertia must be 'error' or 'zero', got {missing_inertia!r}")
+    if invalid_inertia not in ("error", "keep"):
+        raise ValueError(f"invalid_inertia must be 'error' or 'keep', got {invalid_inertia!r}")
     text, source, _ = _xml.read_source(path_or_xml, "URDF")
     doc = _xml.parse(text, source)
     robot = doc.root
@@ -356,7 +400,9 @@ def load_urdf(
     if not links:
         raise doc.error(robot, "the robot has no <link>")
     joints = _parse_joints(doc, robot, links)
+    _check_mimic_targets(doc, joints, error=strict or mimic != "independent")
     root, order = _tree_order(doc, robot, links, joints)
+    _check_inertias(doc, links, strict, invalid_inertia == "keep")
     if mimic == "reject":
         for j in order:
             if j.mimic is not None:
@@ -370,7 +416,7 @@ def load_urdf(
         parent = None if parent is None else index[parent]
         try:
             index[link.name] = b.add_body(link.name, parent, spec, mass=link.mass, com=link.com, inertia=link.inertia,
-                       joint_name=joint_name, massless_ok=True, check_triangle_inequality=False, **kw)
+                       joint_name=joint_name, massless_ok=True, validate_inertia=False, **kw)
         except ValueError as e:
             raise doc.error(link.el, str(e)) from None
 
@@ -411,6 +457,10 @@ def load_urdf(
         model = b.build(dtype=dtype)
     except ValueError as e:
         raise ValueError(f"{source}: {e}") from None
+    singular = diagnostics.singular_joints(model)
+    if singular:
+        warnings.warn(diagnostics.SingularModelWarning(diagnostics.singular_message(source, singular), singular),
+                      stacklevel=2)
     if mimic == "couple":
         return CoupledURDF(model, _coupling(doc, model, order))
     return model
