@@ -27,6 +27,7 @@ import numpy as np
 from sodyn.joints import JOINT_TYPES, KERNEL_OF, JointSpec, nq_of, nv_of
 from sodyn.joints import neutral as joint_neutral
 from sodyn.model_data import GEOM_TYPES, Actuators, Geoms, Keyframes
+from sodyn.rotations import quat_to_matrix
 from sodyn.topology import Topology, compile_topology
 
 WORLD = -1
@@ -210,12 +211,7 @@ class _Actuator:
 def _as_rotation(rotation, where: str) -> np.ndarray:
     r = np.asarray(rotation if rotation is not None else np.eye(3), dtype=np.float64)
     if r.shape == (4,):  # quaternion wxyz
-        w, x, y, z = r / np.linalg.norm(r)
-        r = np.array([
-            [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
-        ])
+        r = quat_to_matrix(r)
     if r.shape != (3, 3) or not np.all(np.isfinite(r)):
         raise ValueError(f"{where}: rotation must be a finite 3x3 matrix or a wxyz quaternion, got {rotation!r}")
     if np.max(np.abs(r @ r.T - np.eye(3))) > 1e-6 or np.linalg.det(r) < 0:

@@ -17,36 +17,23 @@ import numpy as np
 
 from sodyn.joints import JointSpec
 from sodyn.model import WORLD, Model, ModelBuilder
-
-
-def _axis_angle(axis: np.ndarray, angle: float) -> np.ndarray:
-    k = np.array([[0, -axis[2], axis[1]], [axis[2], 0, -axis[0]], [-axis[1], axis[0], 0]])
-    return np.eye(3) + np.sin(angle) * k + (1 - np.cos(angle)) * k @ k
-
-
-def _quat_matrix(q: np.ndarray) -> np.ndarray:
-    w, x, y, z = q / np.linalg.norm(q)
-    return np.array([
-        [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-        [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-        [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
-    ])
+from sodyn.rotations import axis_angle_to_matrix, quat_to_matrix
 
 
 def joint_pose(joint_type: str, q: np.ndarray, axis: np.ndarray, pitch: float) -> tuple[np.ndarray, np.ndarray]:
     """``T_J(q) = (R, p)`` of one joint in NumPy (see :func:`sodyn.joints.joint_transform`)."""
     if joint_type in ("revolute", "continuous"):
-        return _axis_angle(axis, q[0]), np.zeros(3)
+        return axis_angle_to_matrix(axis, q[0]), np.zeros(3)
     if joint_type == "prismatic":
         return np.eye(3), q[0] * axis
     if joint_type == "helical":
-        return _axis_angle(axis, q[0]), pitch * q[0] * axis
+        return axis_angle_to_matrix(axis, q[0]), pitch * q[0] * axis
     if joint_type == "spherical":
-        return _quat_matrix(q), np.zeros(3)
+        return quat_to_matrix(q), np.zeros(3)
     if joint_type == "free":
-        return _quat_matrix(q[3:7]), q[:3].copy()
+        return quat_to_matrix(q[3:7]), q[:3].copy()
     if joint_type == "planar":
-        return _axis_angle(np.array([0.0, 0.0, 1.0]), q[2]), np.array([q[0], q[1], 0.0])
+        return axis_angle_to_matrix(np.array([0.0, 0.0, 1.0]), q[2]), np.array([q[0], q[1], 0.0])
     raise ValueError(f"unknown joint type {joint_type!r}")
 
 

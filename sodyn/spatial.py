@@ -415,14 +415,3 @@ def rotation_to_quat(r: Array) -> Array:
     q = q / jnp.sqrt(dot(q, q))[..., None]
     return jnp.where(q[..., :1] < 0, -q, q)
 
-
-def rpy_to_rotation(rpy: Array) -> Array:
-    """URDF roll-pitch-yaw: ``R = Rz(yaw) Ry(pitch) Rx(roll)``."""
-    rpy = jnp.asarray(rpy)
-    ex = jnp.array([1.0, 0.0, 0.0], dtype=rpy.dtype)
-    ey = jnp.array([0.0, 1.0, 0.0], dtype=rpy.dtype)
-    ez = jnp.array([0.0, 0.0, 1.0], dtype=rpy.dtype)
-    rx = axis_angle_to_rotation(ex, rpy[..., 0])
-    ry = axis_angle_to_rotation(ey, rpy[..., 1])
-    rz = axis_angle_to_rotation(ez, rpy[..., 2])
-    return mm(rz, mm(ry, rx))

@@ -15,7 +15,8 @@ import pytest
 
 import sodyn as sd
 from sodyn.io import q_to_pinocchio, v_to_pinocchio
-from sodyn.io.urdf import CoupledURDF, load_urdf, rpy_to_rotation
+from sodyn.io.urdf import CoupledURDF, load_urdf
+from sodyn.rotations import rpy_to_matrix as rpy_to_rotation
 
 jax.config.update("jax_enable_x64", True)
 

@@ -7,22 +7,13 @@ from __future__ import annotations
 import numpy as np
 
 from sodyn.model import ModelBuilder
+from sodyn.rotations import quat_to_matrix
 
 #: MuJoCo geom types kept as collision geometry, by ``mjtGeom`` value.
 _GEOM_KEPT = {0: "plane", 2: "sphere", 3: "capsule", 6: "box"}
 _GEOM_NAMES = {1: "hfield", 4: "ellipsoid", 5: "cylinder", 7: "mesh", 8: "sdf"}
 #: MuJoCo equality types, by ``mjtEq`` value.
 EQ_NAMES = {0: "connect", 1: "weld", 2: "joint", 3: "tendon", 4: "flex", 5: "distance"}
-
-
-def quat_to_matrix(q) -> np.ndarray:
-    """Rotation matrix of a (not necessarily unit) quaternion ``[w, x, y, z]``."""
-    w, x, y, z = np.asarray(q, dtype=np.float64) / np.linalg.norm(q)
-    return np.array([
-        [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-        [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-        [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
-    ])
 
 
 def switched_off(mj) -> set[str]:
@@ -142,6 +133,6 @@ def eq_supported(mj, e: int) -> bool:
 
 
 __all__ = [
-    "EQ_NAMES", "add_actuators", "add_geoms", "eq_supported", "qvel_to_v", "quat_to_matrix", "switched_off",
+    "EQ_NAMES", "add_actuators", "add_geoms", "eq_supported", "qvel_to_v", "switched_off",
     "unsupported_elements",
 ]

@@ -67,7 +67,6 @@ from sodyn.io import _xml, diagnostics
 from sodyn.io._mjcf_elements import (
     add_actuators,
     add_geoms,
-    quat_to_matrix,
     qvel_to_v,
     switched_off,
     unsupported_elements,
@@ -75,13 +74,7 @@ from sodyn.io._mjcf_elements import (
 from sodyn.io.mjcf_equality import EqualityConstraints, equality_constraints
 from sodyn.joints import JointSpec
 from sodyn.model import Model, ModelBuilder
-
-
-def _axis_angle(axis, angle) -> np.ndarray:
-    a = np.asarray(axis, float)
-    a = a / np.linalg.norm(a)
-    K = np.array([[0, -a[2], a[1]], [a[2], 0, -a[0]], [-a[1], a[0], 0]])
-    return np.eye(3) + np.sin(angle) * K + (1 - np.cos(angle)) * K @ K
+from sodyn.rotations import axis_angle_to_matrix, quat_to_matrix
 
 
 def load_mjcf(
@@ -199,7 +192,7 @@ def from_mujoco(mj, name: str | None = None, dtype=None, with_constraints: bool 
                 spec = JointSpec.spherical()
             elif t == jt.mjJNT_HINGE:
                 spec = JointSpec.revolute(axis) if lower is not None else JointSpec.continuous(axis)
-                rot = rot @ _axis_angle(axis, -ref)  # q is qpos: fold qpos0 into the placement
+                rot = rot @ axis_angle_to_matrix(axis, -ref)  # q is qpos: fold qpos0 into the placement
             elif t == jt.mjJNT_SLIDE:
                 spec = JointSpec.prismatic(axis)
                 trans = trans - ref * (rot @ (axis / np.linalg.norm(axis)))

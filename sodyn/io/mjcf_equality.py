@@ -8,8 +8,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sodyn.io._mjcf_elements import EQ_NAMES, eq_supported, quat_to_matrix
+from sodyn.io._mjcf_elements import EQ_NAMES, eq_supported
 from sodyn.model import WORLD, Model
+from sodyn.rotations import quat_to_matrix
 
 
 class EqualityConstraints(eqx.Module):

@@ -56,19 +56,9 @@ import numpy as np
 from sodyn.io import _xml, diagnostics
 from sodyn.joints import JointSpec, nq_of, nv_of
 from sodyn.model import Model, ModelBuilder
+from sodyn.rotations import rpy_to_matrix
 
 JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar")
-
-
-def rpy_to_rotation(rpy) -> np.ndarray:
-    """URDF roll-pitch-yaw to a rotation matrix: ``R = Rz(yaw) Ry(pitch) Rx(roll)``."""
-    r, p, y = (float(a) for a in rpy)
-    cr, sr, cp, sp, cy, sy = np.cos(r), np.sin(r), np.cos(p), np.sin(p), np.cos(y), np.sin(y)
-    return np.array([
-        [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
-        [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
-        [-sp, cp * sr, cp * cr],
-    ])
 
 
 @dataclasses.dataclass
@@ -150,7 +140,7 @@ def _parse_links(doc: _xml.Document, robot, missing_inertia: str) -> dict[str, _
             rot = np.eye(3)
             if origin is not None:
                 com = doc.floats(origin, "xyz", 3, (0.0, 0.0, 0.0))
-                rot = rpy_to_rotation(doc.floats(origin, "rpy", 3, (0.0, 0.0, 0.0)))
+                rot = rpy_to_matrix(doc.floats(origin, "rpy", 3, (0.0, 0.0, 0.0)))
             m_el = inertial.find("mass")
             i_el = inertial.find("inertia")
             for sub, tag in ((m_el, "mass"), (i_el, "inertia")):
@@ -251,7 +241,7 @@ def _parse_joints(doc: _xml.Document, robot, links) -> list[_Joint]:
                 raise doc.error(mim, f"joint {name!r}: <mimic> without a joint")
             mimic = (mim.get("joint"), doc.float(mim, "multiplier", 1.0), doc.float(mim, "offset", 0.0))
         joints.append(_Joint(
-            name, el, jtype, ends["parent"], ends["child"], rpy_to_rotation(rpy), xyz, axis,
+            name, el, jtype, ends["parent"], ends["child"], rpy_to_matrix(rpy), xyz, axis,
             lower, upper, velocity, effort, damping, friction, mimic,
         ))
     return joints
@@ -481,4 +471,4 @@ def _rotation_z_to(axis: np.ndarray) -> np.ndarray:
     return np.eye(3) + s * K + (1 - c) * K @ K
 
 
-__all__ = ["CoupledURDF", "MimicCoupling", "load_urdf", "rpy_to_rotation"]
+__all__ = ["CoupledURDF", "MimicCoupling", "load_urdf"]
