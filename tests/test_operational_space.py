@@ -152,7 +152,7 @@ def test_tasks_on_one_body_skip_the_psi_gather(tree_case):
 
     @jax.jit
     def run(q):
-        general = _compliance_from_sweeps(model, resolved, task_sweeps(model, q, resolved, with_jacobian=False))
+        general = _compliance_from_sweeps(model, resolved, task_sweeps(model, q, resolved))
         short = sd.operational_space_compliance(model, q, same)
         return short, general, dense_jacobian(model, q, same), sd.mass_matrix(model, q)
 

@@ -315,31 +315,43 @@ def frame_jacobian_dot_times_v(
     return _frame_motion(model, q, v, jnp.zeros(model.nv, q.dtype), frame, reference, classical)[1]
 
 
-def _frame_motion(model, q, v, a, frame, reference, classical):
+def frame_motions(model: Model, q, v, a, frames) -> tuple[jax.Array, jax.Array]:
+    """Spatial velocities and accelerations ``(F, 6)`` of ``frames`` in their own axes, at the
+    frame origins: ``V_f = B* V(b)`` and ``α_f = B* α(b)`` with ``B*`` the rigid-body
+    transformation from the frame's body ``b`` (Jain eq. 3.25); ``a = None`` is zero joint
+    acceleration (``α_f = J̇ v``).  Frames on the world get zero."""
     q = check_vector(model, q, model.nq, "q")
     v = check_vector(model, v, model.nv, "v", q.dtype)
-    f = model.frame_id(frame)
+    ids = np.array([model.frame_id(f) for f in frames], dtype=np.int64)
     topo = model.topology
     dtype = q.dtype
     levels = prepare(model, q)
-    wr, wp = world_poses_levels(levels, topo)
     a_blocks = dofs_to_levels(topo, a, 0.0) if a is not None else None
     vel, acc, _ = velocities_and_accelerations_levels(
         levels, topo, dofs_to_levels(topo, v, 0.0), a_blocks, jnp.zeros(6, dtype)
     )
-    b = model.frame_body[f]
+    bodies = np.asarray(model.frame_body)[ids]
+    on_body = jnp.asarray(bodies >= 0)[:, None]
     m = model_params(model, dtype)
-    r_bf, p_bf = m.frame_rotation[f], m.frame_translation[f]
-    if b < 0:
-        zero = jnp.zeros(6, dtype)
-        return zero, zero
-    vb, ab = from_levels(topo, vel)[b], from_levels(topo, acc)[b]
-    vf = spatial.motion_to_child(r_bf, p_bf, vb)
-    af = spatial.motion_to_child(r_bf, p_bf, ab)
+    r_bf, p_bf = m.frame_rotation[ids], m.frame_translation[ids]
+    pick = np.where(bodies >= 0, bodies, 0)
+    vf = spatial.motion_to_child(r_bf, p_bf, from_levels(topo, vel)[pick])
+    af = spatial.motion_to_child(r_bf, p_bf, from_levels(topo, acc)[pick])
+    return jnp.where(on_body, vf, 0.0), jnp.where(on_body, af, 0.0)
+
+
+def classical_term(vf: jax.Array) -> jax.Array:
+    """``[0; ω × v]``: what turns a spatial acceleration of a frame with velocity ``[ω; v]`` into
+    its classical acceleration ``[ω̇; p̈]``, ``p̈ = v̇ + ω × v``."""
+    return jnp.concatenate([jnp.zeros_like(vf[..., :3]), spatial.cross(vf[..., :3], vf[..., 3:])], -1)
+
+
+def _frame_motion(model, q, v, a, frame, reference, classical):
+    vf, af = (x[0] for x in frame_motions(model, q, v, a, [frame]))
     if classical:
-        af = af.at[3:].add(spatial.cross(vf[:3], vf[3:]))
+        af = af + classical_term(vf)
     if reference == "world_aligned":
-        r_w = spatial.mm(from_levels(topo, wr)[b], r_bf)
+        r_w = frame_pose(model, q, frame).rotation
         rot6 = lambda x: jnp.concatenate([spatial.mv(r_w, x[:3]), spatial.mv(r_w, x[3:])])  # noqa: E731
         vf, af = rot6(vf), rot6(af)
     return vf, af

@@ -65,6 +65,7 @@ import numpy as np
 from sodyn import spatial
 from sodyn.algorithms.articulated import ArticulatedBodies, RiccatiKernel, body_frames, riccati
 from sodyn.algorithms.common import Levels, check_vector, model_params, prepare, restrict_levels
+from sodyn.algorithms.kinematics import classical_term, forward_kinematics, frame_jacobians, frame_motions
 from sodyn.contraction import contract
 from sodyn.model import Model
 from sodyn.sweeps import gather, in_slots, scatter
@@ -73,7 +74,6 @@ from sodyn.topology import (
     Topology,
     ancestor_subtree,
     dofs_from_levels,
-    extend_dofs,
     extend_slots,
     restrict_kernel,
     restrict_slots,
@@ -234,8 +234,8 @@ def restrict_articulated(subtree: AncestorSubtree, ab: ArticulatedBodies) -> Art
 class TaskSweeps(NamedTuple):
     """Everything the operational-space functions share for one ``(q, tasks)`` (internal).
 
-    ``levels`` and ``abi`` cover the whole tree; ``upsilon``, ``world_rotation``, ``psi_rows``
-    and ``phi_rows`` only the ancestors of the task bodies (``subtree``; ``W'`` its slots), the
+    ``levels`` and ``abi`` cover the whole tree; ``upsilon``, ``world_rotation`` and
+    ``psi_rows`` only the ancestors of the task bodies (``subtree``; ``W'`` its slots), the
     only bodies where the Ω recursions have anything to compute.
     """
 
@@ -246,7 +246,6 @@ class TaskSweeps(NamedTuple):
     upsilon: jax.Array          # (1, W', 6, 6) Υ(k), body frame
     world_rotation: jax.Array   # (1, W', 3, 3) body rotations in the world
     psi_rows: jax.Array | None  # (1, W', T, 6, 6) rows of Ψ_t(k)* = B_t* ψ*(k, b_t); None: not needed
-    phi_rows: jax.Array | None  # (1, W', T, 6, 6) rows of Φ_t(k)* = B_t* φ*(k, b_t)
     task_rotation: jax.Array    # (T, 3, 3) world rotation of each task frame
 
 
@@ -312,16 +311,12 @@ def _tasks_share_their_body(model: Model, tasks: Sequence[ResolvedTask]) -> bool
     return bool(np.all((bodies[:, None] == bodies[None, :]) | ~related))
 
 
-def task_sweeps(
-    model: Model, q: jax.Array, tasks: Sequence[ResolvedTask], with_jacobian: bool = True, with_psi: bool = True
-) -> TaskSweeps:
-    """Riccati gather, Υ scatter and the Ψ/Φ gathers for ``tasks`` at ``q``.
+def task_sweeps(model: Model, q: jax.Array, tasks: Sequence[ResolvedTask], with_psi: bool = True) -> TaskSweeps:
+    """Riccati gather, Υ scatter and the Ψ gather for ``tasks`` at ``q``.
 
     The Riccati gather covers the whole tree; the others only the task bodies' ancestors.
-    ``with_jacobian=False`` skips the Φ gather (``phi_rows`` is then ``None``): Λ⁻¹ and Λ
-    need only Ψ and Υ.  ``with_psi=False`` (with ``with_jacobian=False``) skips the Ψ gather
-    too (``psi_rows`` is then ``None``), for tasks that share their body
-    (:func:`_tasks_share_their_body`).
+    ``with_psi=False`` skips the Ψ gather (``psi_rows`` is then ``None``), for tasks that share
+    their body (:func:`_tasks_share_their_body`).
     """
     topo = model.topology
     dtype = q.dtype
@@ -335,13 +330,11 @@ def task_sweeps(
     fids = np.array([t.frame for t in tasks], dtype=np.int64)
     rw_body = rw.reshape((-1, 3, 3))[_subtree_slot(subtree, [t.body for t in tasks])]
     task_rot = spatial.mm(rw_body, m.frame_rotation[fids])
-    if not (with_psi or with_jacobian):
-        return TaskSweeps(levels, abi, subtree, sub_levels, upsilon, rw, None, None, task_rot)
+    if not with_psi:
+        return TaskSweeps(levels, abi, subtree, sub_levels, upsilon, rw, None, task_rot)
     seeds = _task_seeds(model, subtree, tasks, dtype)
-    n_t = len(tasks)
 
-    def up(from_children, level):
-        psi_c, phi_c = from_children if with_jacobian else (from_children, None)
+    def up(psi_c, level):
         r, p, seed = level.x
         psi = seed + psi_c  # rows: each row a body-frame force
         tb = []
@@ -349,20 +342,13 @@ def task_sweeps(
             nu = spatial.mv(_expand(ric.D_inv, 2), axes.transpose_times(f))
             tb.append(f - spatial.mtv(_expand(ric.U, 2), nu))  # τ̄ f = f − G H f
         tb = jnp.concatenate(tb, axis=0)
-        rr, pp = r[:, None, None], p[:, None, None]
-        if not with_jacobian:
-            return spatial.force_to_parent(rr, pp, tb), tuple(level.per_kernel(psi))
-        phi = seed + phi_c
-        sent = (spatial.force_to_parent(rr, pp, tb), spatial.force_to_parent(rr, pp, phi))
-        return sent, tuple(zip(level.per_kernel(psi), level.per_kernel(phi)))
+        return spatial.force_to_parent(r[:, None, None], p[:, None, None], tb), tuple(level.per_kernel(psi))
 
-    zero = jnp.zeros((n_t, 6, 6), dtype)
-    rows = in_slots(gather(
-        subtree.topo, up, (zero, zero) if with_jacobian else zero, (sub_levels.rel_r, sub_levels.rel_p, seeds),
+    psi_rows = in_slots(gather(
+        subtree.topo, up, jnp.zeros((len(tasks), 6, 6), dtype), (sub_levels.rel_r, sub_levels.rel_p, seeds),
         tuple(zip(sub_levels.axes, sub_abi.kernels)),
     ))
-    psi_rows, phi_rows = rows if with_jacobian else (rows, None)
-    return TaskSweeps(levels, abi, subtree, sub_levels, upsilon, rw, psi_rows, phi_rows, task_rot)
+    return TaskSweeps(levels, abi, subtree, sub_levels, upsilon, rw, psi_rows, task_rot)
 
 
 def _rotation_6(tasks: Sequence[ResolvedTask], task_rot: jax.Array) -> jax.Array:
@@ -444,15 +430,11 @@ def _minv_jt_from_sweeps(model: Model, tasks, sw: TaskSweeps) -> jax.Array:
     return _to_task_rows(tasks, sw.task_rotation, x).T
 
 
-def _jacobian_from_sweeps(model: Model, tasks, sw: TaskSweeps) -> jax.Array:
-    """``J = B* φ* H*`` ``(m, nv)`` from the Φ gather: the columns of body ``k`` are ``H Φ_t(k)``
-    (zero for the bodies that are no task body's ancestor)."""
-    blocks = []
-    for axes, (_, s0, s1) in zip(sw.sub_levels.axes, sw.subtree.topo.kernel_slots):
-        hf = axes.transpose_times(sw.phi_rows[:, s0:s1])  # (1, Wk, T, 6, nv_k)
-        blocks.append(jnp.moveaxis(hf, -1, 2))  # (1, Wk, nv_k, T, 6)
-    x = extend_dofs(sw.subtree, dofs_from_levels(sw.subtree.topo, blocks))  # (nv, T, 6)
-    return _to_task_rows(tasks, sw.task_rotation, jnp.moveaxis(x, 0, -1))
+def _task_jacobian(model: Model, q, tasks, task_rot: jax.Array) -> jax.Array:
+    """``J`` ``(m, nv)``: the tasks' frame Jacobians (:func:`sodyn.frame_jacobians`) in their
+    references, task rows selected."""
+    local = frame_jacobians(model, q, [t.frame for t in tasks], "local")  # (T, 6, nv)
+    return _to_task_rows(tasks, task_rot, local)
 
 
 # ---------------------------------------------------------------------------
@@ -474,7 +456,7 @@ def operational_space_compliance(model: Model, q, tasks) -> jax.Array:
     (positive semi-definite); singular where the tasks are.
     """
     q, tasks = _prepare_call(model, q, tasks)
-    sw = task_sweeps(model, q, tasks, with_jacobian=False, with_psi=not _tasks_share_their_body(model, tasks))
+    sw = task_sweeps(model, q, tasks, with_psi=not _tasks_share_their_body(model, tasks))
     return _compliance_from_sweeps(model, tasks, sw)
 
 
@@ -530,7 +512,7 @@ class OperationalSpaceDynamics(NamedTuple):
 def task_jacobian(model: Model, q, tasks) -> jax.Array:
     """The stacked task Jacobian ``J`` ``(m, nv)`` (rows as in :func:`operational_space_inertia`)."""
     q, tasks = _prepare_call(model, q, tasks)
-    return _jacobian_from_sweeps(model, tasks, task_sweeps(model, q, tasks))
+    return _task_jacobian(model, q, tasks, _task_rotations(model, q, tasks))
 
 
 def dynamically_consistent_inverse(model: Model, q, tasks, regularization=0.0) -> jax.Array:
@@ -547,19 +529,14 @@ def dynamically_consistent_inverse(model: Model, q, tasks, regularization=0.0) -
 
 def _jdot_v_local(model: Model, q, v, tasks) -> jax.Array:
     """Per task, ``J̇ v`` in the frame's own axes ``(T, 6)`` (classical for world-aligned tasks)."""
-    from sodyn.algorithms.kinematics import body_accelerations, body_velocities
-
-    m = model_params(model, q.dtype)
-    vel = body_velocities(model, q, v)
-    acc = body_accelerations(model, q, v, jnp.zeros(model.nv, q.dtype), gravity=False)
-    fids = np.array([t.frame for t in tasks], dtype=np.int64)
-    bodies = np.array([t.body for t in tasks], dtype=np.int64)
-    rf, pf = m.frame_rotation[fids], m.frame_translation[fids]
-    vf = spatial.motion_to_child(rf, pf, vel[bodies])
-    af = spatial.motion_to_child(rf, pf, acc[bodies])
+    vf, af = frame_motions(model, q, v, None, [t.frame for t in tasks])
     classical = jnp.asarray([t.reference == "world_aligned" for t in tasks])[:, None]
-    extra = jnp.concatenate([jnp.zeros_like(vf[:, :3]), spatial.cross(vf[:, :3], vf[:, 3:])], -1)
-    return af + jnp.where(classical, extra, 0.0)
+    return af + jnp.where(classical, classical_term(vf), 0.0)
+
+
+def _task_rotations(model: Model, q, tasks) -> jax.Array:
+    """``(T, 3, 3)``: the world rotation of each task frame."""
+    return forward_kinematics(model, q).frame.rotation[np.array([t.frame for t in tasks], dtype=np.int64)]
 
 
 def task_jdot_v(model: Model, q, v, tasks) -> jax.Array:
@@ -569,12 +546,9 @@ def task_jdot_v(model: Model, q, v, tasks) -> jax.Array:
     at zero joint acceleration; for ``"world_aligned"`` the classical acceleration
     ``[ω̇; p̈]`` in world axes, since ``d/dt (R v_local) = R (v̇_local + ω × v_local)``.
     """
-    from sodyn.algorithms.kinematics import forward_kinematics
-
     q, tasks = _prepare_call(model, q, tasks)
     v = check_vector(model, v, model.nv, "v", q.dtype)
-    rot = forward_kinematics(model, q).frame.rotation[np.array([t.frame for t in tasks], dtype=np.int64)]
-    return _to_task_rows(tasks, rot, _jdot_v_local(model, q, v, tasks))
+    return _to_task_rows(tasks, _task_rotations(model, q, tasks), _jdot_v_local(model, q, v, tasks))
 
 
 def operational_space_bias(model: Model, q, v, tasks, regularization=0.0, f_ext=None) -> jax.Array:
@@ -594,7 +568,7 @@ def operational_space_dynamics(model: Model, q, v, tasks, regularization=0.0, f_
     q, tasks = _prepare_call(model, q, tasks)
     v = check_vector(model, v, model.nv, "v", q.dtype)
     sw = task_sweeps(model, q, tasks)
-    jac = _jacobian_from_sweeps(model, tasks, sw)
+    jac = _task_jacobian(model, q, tasks, sw.task_rotation)
     comp = _compliance_from_sweeps(model, tasks, sw)
     lam = _regularized_inverse(comp, regularization)
     minv_jt = _minv_jt_from_sweeps(model, tasks, sw)
