@@ -162,6 +162,23 @@ def test_riccati_identities(case):
     assert np.min(np.linalg.eigvalsh(0.5 * (diff + np.swapaxes(diff, -1, -2)))) > -1e-10
 
 
+def test_composite_inertias_give_the_mass_matrix_diagonal_blocks(case):
+    """𝓜(k, k) = H(k) R(k) H*(k) + armature (Jain Lemma 4.1 at i = k), with ``H*(k)`` the body's own
+    Jacobian columns in its frame; the base's composite holds the whole mass."""
+    model, _, _, _, out = case
+    topo = model.topology
+    comp, jac, m = (np.asarray(out[k]) for k in ("composite", "body_jac", "M"))
+    arm = np.asarray(model.armature)
+    for k in range(model.n_bodies):
+        dofs = np.flatnonzero(topo.dof_body == k)
+        if dofs.size:
+            h = jac[k][:, dofs]  # (6, nv_k): H*(k) in body k's frame
+            np.testing.assert_allclose(h.T @ comp[k] @ h + np.diag(arm[dofs]), m[np.ix_(dofs, dofs)],
+                                       rtol=1e-10, atol=1e-10)
+    roots = np.flatnonzero(topo.parent < 0)
+    assert sum(comp[r][3, 3] for r in roots) == pytest.approx(float(np.sum(model.mass)), rel=1e-12)
+
+
 def test_gather_and_scatter_match_dense_resolvent(case):
     """φ x and φ* x by the recursions equal the dense (I − E_φ)⁻¹ (CDI §1.2, T5)."""
     model, q, _, _, out = case

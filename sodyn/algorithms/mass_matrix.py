@@ -30,25 +30,12 @@ import jax
 import jax.numpy as jnp
 
 from sodyn import spatial
-from sodyn.algorithms.common import Levels, check_vector, model_params, prepare
+from sodyn.algorithms.common import check_vector, model_params, prepare
 from sodyn.algorithms.kinematics import centred_world_poses_levels, world_subspace_blocks
 from sodyn.contraction import contract
 from sodyn.model import Model
 from sodyn.sweeps import gather, in_slots
 from sodyn.topology import dofs_from_levels, from_levels, to_levels
-
-
-def composite_levels(model: Model, levels: Levels) -> jax.Array:
-    """Composite inertias ``R(k)`` about each body frame, slot layout ``(1, W, 6, 6)``."""
-    dtype = levels.rel_p.dtype
-
-    def step(from_children, level):
-        r, p, inertia = level.x
-        comp = inertia + from_children
-        return spatial.inertia_to_parent(r, p, comp), tuple(level.per_kernel(comp))
-
-    return in_slots(gather(model.topology, step, jnp.zeros((6, 6), dtype),
-                           (levels.rel_r, levels.rel_p, levels.inertia)))
 
 
 def world_inertia(mass, com, rot_inertia, wr: jax.Array, wp: jax.Array) -> jax.Array:
@@ -95,26 +82,31 @@ def apply_inertia(mass, first_moment, rot_inertia_origin, motion: jax.Array) -> 
     return jnp.concatenate([top, bottom], axis=-1)
 
 
-def world_force_columns(model: Model, wr: jax.Array, wp: jax.Array, axes: list[jax.Array]) -> list[jax.Array]:
-    """Per kernel, ``R_w(k) H*_w(k)`` for each dof of each body, ``(1, Wk, nv_k, 6)``.
-
-    One gather: ``R_w(k) = M_w(k) + Σ_c R_w(c)`` about the world origin in world axes, summed as
-    inertia parameters (:func:`world_inertia_parameters`), with ``axes`` the per-kernel world
-    joint axes ``H*_w`` (:func:`world_subspace_blocks`).  Padding slots have zero mass and
+def world_composites(model: Model, wr: jax.Array, wp: jax.Array, axes: list[jax.Array] | None) -> list:
+    """The composite inertias ``R_w(k) = M_w(k) + Σ_c R_w(c)`` (Jain eq. 4.20 with every ``φ``
+    the identity) about the world origin in world axes, summed as inertia parameters
+    (:func:`world_inertia_parameters`) by one gather.  Padding slots have zero mass and
     contribute nothing.
+
+    With ``axes``, the per-kernel world joint axes ``H*_w`` (:func:`world_subspace_blocks`), the
+    gather emits only the force columns ``R_w(k) H*_w(k)`` per kernel, ``(1, Wk, nv_k, 6)``: the
+    composites never leave the sweep.  Without, it emits per kernel the composites'
+    parameters ``(m, h, J_O)``.
     """
     topo = model.topology
     dtype = wp.dtype
 
     def step(from_children, level):
         comp = tuple(own + sent for own, sent in zip(world_inertia_parameters(*level.x), from_children))
-        per_kernel = zip(*(level.per_kernel(c) for c in comp))
-        columns = tuple(apply_inertia(m[:, None], h[:, None], j[:, None], ax)
-                        for (m, h, j), ax in zip(per_kernel, level.kernels))
-        return comp, columns
+        per_kernel = tuple(zip(*(level.per_kernel(c) for c in comp)))
+        if axes is None:
+            return comp, per_kernel
+        return comp, tuple(apply_inertia(m[:, None], h[:, None], j[:, None], ax)
+                           for (m, h, j), ax in zip(per_kernel, level.kernels))
 
     zero = (jnp.zeros((), dtype), jnp.zeros(3, dtype), jnp.zeros((3, 3), dtype))
-    return list(gather(topo, step, zero, mass_parameter_levels(model, dtype) + (wr, wp), tuple(axes)))
+    kernel_xs = tuple(axes) if axes is not None else ()
+    return list(gather(topo, step, zero, mass_parameter_levels(model, dtype) + (wr, wp), kernel_xs))
 
 
 def mass_matrix(model: Model, q) -> jax.Array:
@@ -125,7 +117,7 @@ def mass_matrix(model: Model, q) -> jax.Array:
     wr, wp = centred_world_poses_levels(levels, topo)
     axes_blocks = world_subspace_blocks(model.topology, levels, wr, wp)
     axes = dofs_from_levels(topo, axes_blocks)  # (nv, 6): H*_w per dof
-    f = dofs_from_levels(topo, world_force_columns(model, wr, wp, axes_blocks))  # R_w(k) H*_w(k) per dof
+    f = dofs_from_levels(topo, world_composites(model, wr, wp, axes_blocks))  # R_w(k) H*_w(k) per dof
     outer = contract("...ij,...kj->...ik", axes, f)  # H*_w(i)ᵀ R_w(k) H*_w(k)
     ancestor = topo.support[topo.dof_body].T  # [i, k]: dof i's body is k's body or an ancestor
     strict = ancestor & (topo.dof_body[:, None] != topo.dof_body[None, :])
@@ -134,6 +126,13 @@ def mass_matrix(model: Model, q) -> jax.Array:
 
 
 def composite_inertias(model: Model, q) -> jax.Array:
-    """Composite-body spatial inertias ``R(k)`` ``(n_bodies, 6, 6)``, each about its body frame."""
+    """Composite-body spatial inertias ``R(k)`` ``(n_bodies, 6, 6)``, each about its body frame:
+    the composites ``R_w(k)`` of :func:`world_composites`, carried from the world axes at the
+    centred origin into body ``k``'s frame by the congruence with its inverse pose (Jain eq. 2.12)."""
     q = check_vector(model, q, model.nq, "q")
-    return from_levels(model.topology, composite_levels(model, prepare(model, q)))
+    topo = model.topology
+    wr, wp = centred_world_poses_levels(prepare(model, q), topo)
+    composites = in_slots(tuple(world_composites(model, wr, wp, None)))
+    r_world = spatial.inertia_from_parameters(*composites)  # about the centred origin, world axes
+    ri, pi = spatial.inverse_transform(wr, wp)
+    return from_levels(topo, spatial.inertia_to_parent(ri, pi, r_world))
