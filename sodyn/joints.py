@@ -119,11 +119,6 @@ SUBSPACE_COMPONENTS: dict[str, tuple[int, ...]] = {
 }
 
 
-def motion_subspace(kernel: str, dtype) -> Array:
-    """Constant ``H*`` (6 × nv) of a multi-dof kernel."""
-    return jnp.asarray(np.eye(6)[:, list(SUBSPACE_COMPONENTS[kernel])], dtype=dtype)
-
-
 def hinge_vector(axis: Array, rot: Array, trans: Array) -> Array:
     """``H*`` of a hinge joint: ``[ρ a; τ a]`` (Jain §3.2, Fig. 3.2)."""
     return jnp.concatenate([rot[..., None] * axis, trans[..., None] * axis], axis=-1)

@@ -272,6 +272,32 @@ def inertia_from_parameters(mass: Array, first_moment: Array, rot_inertia_origin
     return jnp.concatenate([top, bottom], axis=-2)
 
 
+def inertia_parameters(mass, com, rot_inertia) -> tuple:
+    """A body's inertia about a point ``O`` as ``(m, h, J_O)`` (Jain eqs. 2.5–2.8), from its mass
+    ``m``, centre of mass ``c`` relative to ``O`` and rotational inertia ``J_c`` about it:
+    ``h = m c`` and ``J_O = J_c − m c̃ c̃``.  The spatial inertia is ``[[J_O, h̃], [−h̃, m I]]``,
+    linear in the three, so a sum of inertias about one point is the sum of their parameters."""
+    cx = skew(com)
+    return mass, mass[..., None] * com, rot_inertia - mass[..., None, None] * mm(cx, cx)
+
+
+def world_inertia_parameters(mass, com, rot_inertia, wr: Array, wp: Array) -> tuple:
+    """:func:`inertia_parameters` about the world origin in world axes, for a body at pose
+    ``(R, p)``: centre of mass ``R c + p``, rotational inertia ``R J_c Rᵀ``."""
+    com_world = mv(wr, com) + wp
+    rot_inertia_world = mm(wr, mm(rot_inertia, transpose(wr)))
+    return inertia_parameters(mass, com_world, rot_inertia_world)
+
+
+def apply_inertia(mass, first_moment, rot_inertia_origin, motion: Array) -> Array:
+    """The force ``M h`` of the spatial inertia with parameters ``(m, h, J_O)``
+    (:func:`inertia_parameters`) on the motion ``[ω; v]``: ``[J_O ω + h × v; m v − h × ω]``."""
+    w, v = halves(motion)
+    top = mv(rot_inertia_origin, w) + cross(first_moment, v)
+    bottom = mass[..., None] * v - cross(first_moment, w)
+    return jnp.concatenate([top, bottom], axis=-1)
+
+
 def inverse_3x3(a: Array) -> Array:
     """Inverse of 3×3 matrices by the adjugate, ``a⁻¹ = adj(a) / det(a)`` (elementwise, no LU)."""
     (a00, a01, a02), (a10, a11, a12), (a20, a21, a22) = (unstack(r) for r in unstack(a, -2))

@@ -49,21 +49,16 @@ from sodyn.algorithms.common import (
     check_state,
     check_vector,
     gravity_acceleration,
+    mass_parameter_levels,
     model_params,
     prepare,
 )
 from sodyn.algorithms.inverse_dynamics import inverse_dynamics
 from sodyn.algorithms.kinematics import (
     centred_world_poses_levels,
-    velocities_and_accelerations_levels,
+    velocities_levels,
     world_kinematics_levels,
     world_subspace_blocks,
-)
-from sodyn.algorithms.mass_matrix import (
-    apply_inertia,
-    inertia_parameters,
-    mass_parameter_levels,
-    world_inertia_parameters,
 )
 from sodyn.model import Model
 from sodyn.runtime.tuning import FORWARD_UNROLL
@@ -71,9 +66,8 @@ from sodyn.sweeps import gather, in_slots, scatter
 from sodyn.topology import Topology, dofs_from_levels, dofs_to_levels, from_levels, to_levels
 from sodyn.unit_columns import sum_of_column_products
 
-Convention = Literal["world", "local"]
-CONVENTIONS: tuple[str, ...] = ("world", "local")
-
+Convention = Literal["local", "world"]
+CONVENTIONS: tuple[str, ...] = ("local", "world")
 
 
 # ---------------------------------------------------------------------------
@@ -89,7 +83,7 @@ class Frames:
     ``pose``: each body's ``(R, p)`` in its parent, the ``φ`` between levels (``None`` in world
     axes, where every ``φ`` is the identity); ``axes``: per kernel ``H*`` in those frames;
     ``inertia``: each body's inertia parameters ``(m, h, J)`` about its frame's point
-    (:func:`~sodyn.algorithms.mass_matrix.inertia_parameters`).
+    (:func:`sodyn.spatial.inertia_parameters`).
     """
 
     pose: tuple[jax.Array, jax.Array] | None
@@ -126,23 +120,23 @@ def _check_convention(convention: str) -> None:
 def body_frames(model: Model, levels: Levels) -> Frames:
     """The ``"local"`` frames: body frames, the link transforms as ``φ``."""
     dtype = levels.rel_p.dtype
-    params = inertia_parameters(*mass_parameter_levels(model, dtype))
+    params = spatial.inertia_parameters(*mass_parameter_levels(model, dtype))
     return Frames((levels.rel_r, levels.rel_p), levels.axes, params)
 
 
-def world_frames(model: Model, levels: Levels) -> tuple[Frames, tuple[jax.Array, jax.Array]]:
-    """The ``"world"`` frames (world axes about the first body's origin) and the centred world
-    poses ``(R_w, p_w)``."""
+def world_frames(model: Model, levels: Levels) -> Frames:
+    """The ``"world"`` frames: world axes about the first body's origin."""
     dtype = levels.rel_p.dtype
     wr, wp = centred_world_poses_levels(levels, model.topology)
-    params = world_inertia_parameters(*mass_parameter_levels(model, dtype), wr, wp)
+    params = spatial.world_inertia_parameters(*mass_parameter_levels(model, dtype), wr, wp)
     axes = tuple(JointAxes("rows", rows=r) for r in world_subspace_blocks(model.topology, levels, wr, wp))
-    return Frames(None, axes, params), (wr, wp)
+    return Frames(None, axes, params)
 
 
 def frames_for(model: Model, levels: Levels, convention: str) -> Frames:
+    """The frames of ``convention`` (``"local"`` or ``"world"``)."""
     _check_convention(convention)
-    return body_frames(model, levels) if convention == "local" else world_frames(model, levels)[0]
+    return body_frames(model, levels) if convention == "local" else world_frames(model, levels)
 
 
 # ---------------------------------------------------------------------------
@@ -229,14 +223,13 @@ def _only(ab: ArticulatedBodies, *fields: str) -> tuple[RiccatiKernel, ...]:
                  for r in ab.kernels)
 
 
-def innovations(model: Model, frames: Frames, ab: ArticulatedBodies, t_blocks, z_local=None) -> list[jax.Array]:
-    """The innovations gather (Jain Alg. 7.2): per kernel ``ν = D⁻¹ ε`` ``(1, W_k, nv_k)``, for
-    joint forces ``t_blocks`` and body terms ``z_local = P a + b − f_ext`` (zero if ``None``)."""
+def innovations(model: Model, frames: Frames, ab: ArticulatedBodies, t_blocks, unroll: int = 1) -> list[jax.Array]:
+    """The innovations gather (Jain Alg. 7.2) at ``a = b = 0``: per kernel ``ν = D⁻¹ ε``
+    ``(1, W_k, nv_k)`` for joint forces ``t_blocks``."""
     dtype = t_blocks[0].dtype
 
-    def step(from_children, level):
-        pose, zl = level.x
-        z = from_children if zl is None else zl + from_children
+    def step(z, level):
+        (pose,) = level.x
         z_plus, nus = [], []
         for zk, axes, ric, t in zip(level.per_kernel(z), *zip(*level.kernels)):
             zp, nu = innovation_kernel(zk, axes, ric, t)
@@ -245,7 +238,7 @@ def innovations(model: Model, frames: Frames, ab: ArticulatedBodies, t_blocks, z
         return _force_to_parent(pose, jnp.concatenate(z_plus, axis=0)), tuple(nus)
 
     kernel_xs = tuple(zip(frames.axes, _only(ab, "U", "D_inv"), t_blocks))
-    return list(gather(model.topology, step, jnp.zeros(6, dtype), (frames.pose, z_local), kernel_xs))
+    return list(gather(model.topology, step, jnp.zeros(6, dtype), (frames.pose,), kernel_xs, unroll=unroll))
 
 
 def accelerations(model: Model, frames: Frames, ab: ArticulatedBodies, nus, root_acceleration,
@@ -271,8 +264,8 @@ def accelerations(model: Model, frames: Frames, ab: ArticulatedBodies, nus, root
 
 def inverse_times(model: Model, frames: Frames, ab: ArticulatedBodies, x: jax.Array) -> jax.Array:
     """``𝓜⁻¹ x`` by the innovations gather and acceleration scatter (Jain Lemma 7.5)."""
-    nus = innovations(model, frames, ab, dofs_to_levels(model.topology, x, 0.0))
-    return accelerations(model, frames, ab, nus, jnp.zeros(6, x.dtype))
+    nus = innovations(model, frames, ab, dofs_to_levels(model.topology, x, 0.0), FORWARD_UNROLL)
+    return accelerations(model, frames, ab, nus, jnp.zeros(6, x.dtype), unroll=FORWARD_UNROLL)
 
 
 # ---------------------------------------------------------------------------
@@ -330,15 +323,16 @@ def _forward_terms(model: Model, q, v, f_ext, convention: str, unroll: int):
     f_local = None if f_ext is None else to_levels(topo, f_ext, jnp.zeros(6, dtype))
     if convention == "local":
         frames = body_frames(model, levels)
-        vel, _, coriolis = velocities_and_accelerations_levels(levels, topo, v_blocks, None, jnp.zeros(6, dtype))
+        vel, joint = velocities_levels(levels, topo, v_blocks, unroll)
+        coriolis = spatial.motion_cross(vel, joint)
     else:
         wr, wp, axes, vel, joint = world_kinematics_levels(levels, topo, v_blocks, unroll)
-        params = world_inertia_parameters(*mass_parameter_levels(model, dtype), wr, wp)
+        params = spatial.world_inertia_parameters(*mass_parameter_levels(model, dtype), wr, wp)
         frames = Frames(None, tuple(JointAxes("rows", rows=a) for a in axes), params)
         coriolis = spatial.motion_cross(vel, joint)
         if f_local is not None:
             f_local = spatial.force_to_parent(wr, wp, f_local)
-    bias = spatial.force_cross(vel, apply_inertia(*frames.inertia, vel))
+    bias = spatial.force_cross(vel, spatial.apply_inertia(*frames.inertia, vel))
     return frames, coriolis, bias if f_local is None else bias - f_local
 
 
@@ -377,7 +371,7 @@ def _articulated_forward(model: Model, q, v, tau, f_ext, convention: str):
     """The fused ABA; returns ``θ̈``, the frames and the Riccati quantities (for ``𝓜⁻¹ x``)."""
     dtype = q.dtype
     m = model_params(model, dtype)
-    unroll = FORWARD_UNROLL if convention == "world" else 1
+    unroll = FORWARD_UNROLL
     frames, coriolis, bias = _forward_terms(model, q, v, f_ext, convention, unroll)
     t_blocks = dofs_to_levels(model.topology, tau - m.damping * v, 0.0)
     nus, ab = riccati_and_innovations(model, frames, t_blocks, coriolis, bias, unroll)

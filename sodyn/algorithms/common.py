@@ -229,6 +229,19 @@ def joint_force(topo: Topology, axes: tuple[JointAxes, ...], f: jax.Array) -> li
     return [a.transpose_times(x) for a, x in zip(axes, pieces)]
 
 
+def mass_parameter_levels(model: Model, dtype) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """Each body's mass ``(1, W)``, centre of mass ``(1, W, 3)`` and rotational inertia about
+    it ``(1, W, 3, 3)`` in the slot layout, zero for padding (the inputs of
+    :func:`sodyn.spatial.inertia_parameters`)."""
+    topo = model.topology
+    m = model_params(model, dtype)
+    return (
+        to_levels(topo, m.mass, jnp.zeros((), dtype)),
+        to_levels(topo, m.com, jnp.zeros(3, dtype)),
+        to_levels(topo, m.inertia, jnp.zeros((3, 3), dtype)),
+    )
+
+
 def gravity_acceleration(model: Model, dtype) -> jax.Array:
     """Spatial acceleration of the world that accounts for gravity: ``[0; −g]``.
 

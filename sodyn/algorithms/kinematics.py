@@ -184,6 +184,20 @@ def child_motion(parent: tuple[jax.Array, jax.Array], r, p, vj: jax.Array, aj: j
     return v, a, coriolis
 
 
+def velocities_levels(levels: Levels, topo, v_blocks, unroll: int = 1) -> tuple[jax.Array, jax.Array]:
+    """Body velocities ``V(k) = φ*(℘(k), k) V(℘(k)) + H*(k) θ̇(k)`` (Jain eq. 3.19) by one scatter,
+    and the joint terms ``H* θ̇``, both ``(1, W, 6)``; ``unroll`` levels per scan step."""
+    vj = joint_motion(levels.axes, v_blocks)
+
+    def step(parent, level):
+        r, p, vk = level.x
+        vel = spatial.motion_to_child(r, p, parent) + vk
+        return vel, tuple(level.per_kernel(vel))
+
+    vel = in_slots(scatter(topo, step, jnp.zeros(6, vj.dtype), (levels.rel_r, levels.rel_p, vj), unroll=unroll))
+    return vel, vj
+
+
 def velocities_and_accelerations_levels(
     levels: Levels, topo, v_blocks, a_blocks, root_acceleration: jax.Array
 ) -> tuple[jax.Array, jax.Array, jax.Array]:
@@ -205,10 +219,7 @@ def body_velocities(model: Model, q, v) -> jax.Array:
     q = check_vector(model, q, model.nq, "q")
     v = check_vector(model, v, model.nv, "v", q.dtype)
     levels = prepare(model, q)
-    vel, _, _ = velocities_and_accelerations_levels(
-        levels, model.topology, dofs_to_levels(model.topology, v, 0.0), None,
-        jnp.zeros(6, q.dtype),
-    )
+    vel, _ = velocities_levels(levels, model.topology, dofs_to_levels(model.topology, v, 0.0))
     return from_levels(model.topology, vel)
 
 
@@ -367,9 +378,7 @@ def kinetic_energy(model: Model, q, v) -> jax.Array:
     v = check_vector(model, v, model.nv, "v", q.dtype)
     topo = model.topology
     levels = prepare(model, q)
-    vel, _, _ = velocities_and_accelerations_levels(
-        levels, topo, dofs_to_levels(topo, v, 0.0), None, jnp.zeros(6, q.dtype)
-    )
+    vel, _ = velocities_levels(levels, topo, dofs_to_levels(topo, v, 0.0))
     mask = jnp.asarray(topo.mask, q.dtype)
     e = jnp.sum(vel * spatial.mv(levels.inertia, vel), axis=-1)
     armature = model_params(model, q.dtype).armature

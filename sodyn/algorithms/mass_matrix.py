@@ -19,9 +19,9 @@ force columns ``R_w(k) H*_w(k)`` of its dofs: the composites never leave the swe
 6×6 world inertias are never streamed in.  About one point and in one set of axes, spatial
 inertias add by their ten parameters (mass, first moment ``m c``, rotational inertia about the
 point), so the gather carries those 13 numbers per body instead of the 6×6 matrix
-(:func:`world_inertia_parameters`, :func:`apply_inertia`).  The composites are sums of positive
-inertias, so unlike the articulated recursions in world axes (:mod:`sodyn.algorithms.articulated`) world
-axes cost float32 no digits here.
+(:func:`sodyn.spatial.world_inertia_parameters`, :func:`sodyn.spatial.apply_inertia`).  The
+composites are sums of positive inertias, so unlike the articulated recursions in world axes
+(:mod:`sodyn.algorithms.articulated`) world axes cost float32 no digits here.
 """
 
 from __future__ import annotations
@@ -30,56 +30,19 @@ import jax
 import jax.numpy as jnp
 
 from sodyn import spatial
-from sodyn.algorithms.common import check_vector, model_params, prepare
+from sodyn.algorithms.common import check_vector, mass_parameter_levels, model_params, prepare
 from sodyn.algorithms.kinematics import centred_world_poses_levels, world_subspace_blocks
 from sodyn.contraction import contract
 from sodyn.model import Model
+from sodyn.spatial import apply_inertia, world_inertia_parameters
 from sodyn.sweeps import gather, in_slots
-from sodyn.topology import dofs_from_levels, from_levels, to_levels
+from sodyn.topology import dofs_from_levels, from_levels
 
 
 def world_inertia(mass, com, rot_inertia, wr: jax.Array, wp: jax.Array) -> jax.Array:
     """A body's 6×6 spatial inertia about the world origin in world axes (Jain eqs. 2.6–2.8),
     from its parameters there (:func:`world_inertia_parameters`)."""
     return spatial.inertia_from_parameters(*world_inertia_parameters(mass, com, rot_inertia, wr, wp))
-
-
-def mass_parameter_levels(model: Model, dtype) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """Each body's mass ``(1, W)``, centre of mass ``(1, W, 3)`` and rotational inertia about
-    it ``(1, W, 3, 3)`` in the slot layout, zero for padding (the inputs of :func:`world_inertia`)."""
-    topo = model.topology
-    m = model_params(model, dtype)
-    return (
-        to_levels(topo, m.mass, jnp.zeros((), dtype)),
-        to_levels(topo, m.com, jnp.zeros(3, dtype)),
-        to_levels(topo, m.inertia, jnp.zeros((3, 3), dtype)),
-    )
-
-
-def inertia_parameters(mass, com, rot_inertia) -> tuple:
-    """A body's inertia about a point ``O`` as ``(m, h, J_O)`` (Jain eqs. 2.5–2.8), from its mass
-    ``m``, centre of mass ``c`` relative to ``O`` and rotational inertia ``J_c`` about it:
-    ``h = m c`` and ``J_O = J_c − m c̃ c̃``.  The spatial inertia is ``[[J_O, h̃], [−h̃, m I]]``,
-    linear in the three, so a sum of inertias about one point is the sum of their parameters."""
-    cx = spatial.skew(com)
-    return mass, mass[..., None] * com, rot_inertia - mass[..., None, None] * spatial.mm(cx, cx)
-
-
-def world_inertia_parameters(mass, com, rot_inertia, wr: jax.Array, wp: jax.Array) -> tuple:
-    """:func:`inertia_parameters` about the world origin in world axes, for a body at pose
-    ``(R, p)``: centre of mass ``R c + p``, rotational inertia ``R J_c Rᵀ``."""
-    com_world = spatial.mv(wr, com) + wp
-    rot_inertia_world = spatial.mm(wr, spatial.mm(rot_inertia, spatial.transpose(wr)))
-    return inertia_parameters(mass, com_world, rot_inertia_world)
-
-
-def apply_inertia(mass, first_moment, rot_inertia_origin, motion: jax.Array) -> jax.Array:
-    """The force ``M h`` of the spatial inertia with parameters ``(m, h, J_O)``
-    (:func:`world_inertia_parameters`) on the motion ``[ω; v]``: ``[J_O ω + h × v; m v − h × ω]``."""
-    w, v = spatial.halves(motion)
-    top = spatial.mv(rot_inertia_origin, w) + spatial.cross(first_moment, v)
-    bottom = mass[..., None] * v - spatial.cross(first_moment, w)
-    return jnp.concatenate([top, bottom], axis=-1)
 
 
 def world_composites(model: Model, wr: jax.Array, wp: jax.Array, axes: list[jax.Array] | None) -> list:

@@ -46,8 +46,8 @@ DOF_ORDER_MAX_RUNS = 16
 
 # -- the algorithms (sodyn.algorithms) -------------------------------------------------------
 
-#: Levels per scan step of the world-axes forward dynamics sweeps: fewer, longer loop steps pay
-#: off over a batch (body frames and the other functions keep one).
+#: Levels per scan step of the forward dynamics sweeps (and of the ``𝓜⁻¹ x`` sweeps of its
+#: derivative): fewer, longer loop steps pay off over a batch.
 FORWARD_UNROLL = 2
 
 #: Up to this many slots, world velocities are one masked sum over ancestor slots after the
