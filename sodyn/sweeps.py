@@ -38,7 +38,7 @@ import numpy as np
 
 from sodyn.contraction import contract
 from sodyn.spatial import unstack
-from sodyn.topology import Segment, Topology, _concat, split_slots
+from sodyn.topology import Topology, _concat, split_slots
 from sodyn.unit_columns import unit_columns as unit_column_layout
 
 PyTree = Any
@@ -308,4 +308,4 @@ def _empty(topo: Topology) -> tuple:
     return ((),) * len(topo.kernel_slots)
 
 
-__all__ = ["Level", "Segment", "gather", "in_slots", "scatter"]
+__all__ = ["Level", "gather", "in_slots", "scatter"]

@@ -1,28 +1,17 @@
-"""Static tree topology, the level schedule, the compact slot layout, and the one
-scatter/gather engine.
+"""Static tree topology, the level schedule and the compact slot layout that the sweeps of
+:mod:`sodyn.sweeps` run on.
 
 The tree is compiled once into NumPy index arrays.  Bodies are grouped by *level* (depth
 below the world), and the levels are cut into a few *segments* (runs of consecutive levels,
-at most :data:`MAX_SEGMENTS`).  Inside a segment every level has the same slots, partitioned
-by joint kernel (free, spherical, planar, hinge; see :mod:`sodyn.joints`), so the code for a
-kernel runs on fixed shapes and never pads a hinge to six degrees of freedom; a level with
-fewer bodies of a kernel than its segment is wide gets masked dummies.  A manipulator whose
-gripper fingers make the last level two wide runs its arm levels one wide; a floating base
-does not carry its free-joint slot through the legs.  The cut is chosen at compile time by a
-small dynamic program over a cost model of the level work (:func:`_choose_segments`).
-
-Every recursion in sodyn is one of two sweeps over levels, one ``jax.lax.scan`` per segment
-whose body is traced once, so the program size does not grow with tree depth:
-
-* :func:`scatter` (base → tips, Jain's ``φ*`` sweeps, e.g. eq. 3.19 for velocities): level
-  ``ℓ`` reads the values of its parents at level ``ℓ − 1``;
-* :func:`gather` (tips → base, Jain's ``φ`` sweeps, e.g. eq. 4.20 for composite inertias):
-  level ``ℓ`` adds what its children at level ``ℓ + 1`` sent up.
-
-Inside a level, a parent is reached through a one-hot ``(W_s, W_s)`` matrix; where every
-slot's parent sits in the same slot one level up (serial chains, a quadruped's four legs),
-that is elided altogether (:attr:`Segment.identity_maps`).  Values cross a segment boundary
-through a one-hot ``(W_s, W_{s-1})`` map applied once, outside the scans.
+at most :data:`~sodyn.runtime.tuning.MAX_SEGMENTS`), one ``lax.scan`` each.  Inside a segment
+every level has the same slots, partitioned by joint kernel (free, spherical, planar, hinge;
+see :mod:`sodyn.joints`), so the code for a kernel runs on fixed shapes and never pads a hinge
+to six degrees of freedom; a level with fewer bodies of a kernel than its segment is wide gets
+masked dummies.  A manipulator whose gripper fingers make the last level two wide runs its arm
+levels one wide; a floating base does not carry its free-joint slot through the legs.  The cut
+is chosen at compile time by a small dynamic program over a cost model of the level work
+(:func:`_choose_segments`).  Inside a level a parent is reached through a static one-hot map
+(:class:`Segment`), elided where every slot's parent sits in the same slot one level up.
 
 Everything outside the sweeps (joint transforms, inertias, bias forces, the products that
 need no parent) runs on the *compact slot layout* ``(1, W, ...)`` (:class:`Topology`): the
