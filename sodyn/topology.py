@@ -26,7 +26,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
-from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -40,9 +39,6 @@ from sodyn.runtime.tuning import (
     SEGMENT_PICK_COST,
     SEGMENT_SLOT_COST,
 )
-
-PyTree = Any
-
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

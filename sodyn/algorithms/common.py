@@ -50,11 +50,6 @@ def check_state(model: Model, q, v, x, x_name: str, f_ext=None):
     return q, v, x, check_f_ext(model, f_ext, q.dtype)
 
 
-def state_dtype(*xs) -> jnp.dtype:
-    """Floating dtype of the state arguments (the model's parameters are cast to it)."""
-    return jnp.result_type(*[x for x in xs if x is not None])
-
-
 def check_f_ext(model: Model, f_ext, dtype) -> jax.Array | None:
     if f_ext is None:
         return None
@@ -248,7 +243,3 @@ def gravity_acceleration(model: Model, dtype) -> jax.Array:
     (Jain's 𝔤 is the negative of the gravity field; see the errata in the digests.)
     """
     return jnp.concatenate([jnp.zeros(3, dtype), -model.gravity.astype(dtype)])
-
-
-def zeros_like_levels(topo: Topology, tail: tuple[int, ...], dtype) -> jax.Array:
-    return jnp.zeros(topo.layout_shape + tail, dtype)
