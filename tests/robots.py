@@ -104,3 +104,24 @@ def random_q(model, rng):
             low, high = max(lo[s.start], -np.pi), min(hi[s.start], np.pi)
             q[s] = rng.uniform(low, high) if low <= high else lo[s.start]
     return q
+
+
+def random_mujoco_state(mj, rng):
+    """A random ``(qpos, qvel, qacc)`` of a compiled MuJoCo model: random unit quaternions (and
+    normal positions) for free and ball joints, ``[-1, 1]`` for the others, normal velocities
+    and accelerations."""
+    import mujoco
+    import numpy as np
+
+    qpos = np.array(mj.qpos0)
+    for j in range(mj.njnt):
+        a, t = mj.jnt_qposadr[j], mj.jnt_type[j]
+        if t == mujoco.mjtJoint.mjJNT_FREE:
+            quat = rng.normal(size=4)
+            qpos[a: a + 7] = np.concatenate([rng.normal(size=3), quat / np.linalg.norm(quat)])
+        elif t == mujoco.mjtJoint.mjJNT_BALL:
+            quat = rng.normal(size=4)
+            qpos[a: a + 4] = quat / np.linalg.norm(quat)
+        else:
+            qpos[a] = rng.uniform(-1, 1)
+    return qpos, rng.normal(size=mj.nv), rng.normal(size=mj.nv)

@@ -9,6 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from robots import random_mujoco_state
 
 import sodyn as sd
 from sodyn.io import (
@@ -86,29 +87,13 @@ ARM = """
 """
 
 
-def random_state(model, mj, rng):
-    qpos = np.array(mj.qpos0)
-    for j in range(mj.njnt):
-        a = mj.jnt_qposadr[j]
-        t = mj.jnt_type[j]
-        if t == mujoco.mjtJoint.mjJNT_FREE:
-            quat = rng.normal(size=4)
-            qpos[a: a + 7] = np.concatenate([rng.normal(size=3), quat / np.linalg.norm(quat)])
-        elif t == mujoco.mjtJoint.mjJNT_BALL:
-            quat = rng.normal(size=4)
-            qpos[a: a + 4] = quat / np.linalg.norm(quat)
-        else:
-            qpos[a] = rng.uniform(-1, 1)
-    return qpos, rng.normal(size=mj.nv), rng.normal(size=mj.nv)
-
-
 @pytest.fixture(scope="module", params=["floating", "arm"])
 def case(request):
     xml = {"floating": FLOATING, "arm": ARM}[request.param]
     mj = mujoco.MjModel.from_xml_string(xml)
     mj.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
     model = load_mjcf(xml)
-    qpos, qvel, qacc = random_state(model, mj, np.random.default_rng(3))
+    qpos, qvel, qacc = random_mujoco_state(mj, np.random.default_rng(3))
     q = np.asarray(q_from_mujoco(model, qpos))
     v = np.asarray(v_from_mujoco(model, q, qvel))
     a = np.asarray(a_from_mujoco(model, q, v, qacc))

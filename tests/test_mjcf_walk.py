@@ -30,6 +30,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from robots import random_mujoco_state
 
 import sodyn as sd
 from sodyn.io import a_from_mujoco, mass_matrix_from_mujoco, tau_to_mujoco, v_from_mujoco
@@ -76,21 +77,6 @@ def rel_err(x, y):
 
 def disabled(mj, name):
     return bool(mj.opt.disableflags & int(getattr(mujoco.mjtDisableBit, f"mjDSBL_{name.upper()}")))
-
-
-def random_state(mj, rng):
-    qpos = np.array(mj.qpos0)
-    for j in range(mj.njnt):
-        a, t = mj.jnt_qposadr[j], mj.jnt_type[j]
-        if t == mujoco.mjtJoint.mjJNT_FREE:
-            quat = rng.normal(size=4)
-            qpos[a: a + 7] = np.concatenate([rng.normal(size=3), quat / np.linalg.norm(quat)])
-        elif t == mujoco.mjtJoint.mjJNT_BALL:
-            quat = rng.normal(size=4)
-            qpos[a: a + 4] = quat / np.linalg.norm(quat)
-        else:
-            qpos[a] = rng.uniform(-1, 1)
-    return qpos, rng.normal(size=mj.nv), rng.normal(size=mj.nv)
 
 
 def without_unmodelled(mj):
@@ -144,7 +130,7 @@ def test_mjcf_against_mujoco(key):
     assert (model.nq, model.nv) == (mj.nq, mj.nv)
     check_joint_data(model, mj)
     rng = np.random.default_rng(zlib.crc32(key.encode()))
-    qpos, qvel, qacc = random_state(mj, rng)
+    qpos, qvel, qacc = random_mujoco_state(mj, rng)
     q = qpos
     v = np.asarray(v_from_mujoco(model, q, qvel))
     a = np.asarray(a_from_mujoco(model, q, v, qacc))

@@ -73,20 +73,20 @@ class SingularModelWarning(LoadWarning):
         self.joints = joints
 
 
-class UnsupportedElementWarning(LoadWarning):
+class _ElementsWarning(LoadWarning):
+    """A load warning about elements of the source file, named in ``.elements``."""
+
+    def __init__(self, message: str, elements: tuple[str, ...] = ()):
+        super().__init__(message)
+        self.elements = elements
+
+
+class UnsupportedElementWarning(_ElementsWarning):
     """The source has elements that change the dynamics but are not modelled (``.elements``)."""
 
-    def __init__(self, message: str, elements: tuple[str, ...] = ()):
-        super().__init__(message)
-        self.elements = elements
 
-
-class IgnoredElementWarning(LoadWarning):
+class IgnoredElementWarning(_ElementsWarning):
     """A malformed element that does not enter the model was ignored (``.elements``)."""
-
-    def __init__(self, message: str, elements: tuple[str, ...] = ()):
-        super().__init__(message)
-        self.elements = elements
 
 
 def inertia_scale(inertias) -> float:
