@@ -126,11 +126,15 @@ def body_frames(model: Model, levels: Levels) -> Frames:
 
 def world_frames(model: Model, levels: Levels) -> Frames:
     """The ``"world"`` frames: world axes about the first body's origin."""
-    dtype = levels.rel_p.dtype
     wr, wp = centred_world_poses_levels(levels, model.topology)
-    params = spatial.world_inertia_parameters(*mass_parameter_levels(model, dtype), wr, wp)
-    axes = tuple(JointAxes("rows", rows=r) for r in world_subspace_blocks(model.topology, levels, wr, wp))
-    return Frames(None, axes, params)
+    return _world_frames_at(model, wr, wp, world_subspace_blocks(model.topology, levels, wr, wp))
+
+
+def _world_frames_at(model: Model, wr: jax.Array, wp: jax.Array, axes: list[jax.Array]) -> Frames:
+    """The ``"world"`` frames of bodies at the centred world poses ``(R_w, p_w)`` with world
+    joint axes ``axes`` (per kernel, rows ``(1, W_k, nv_k, 6)``)."""
+    params = spatial.world_inertia_parameters(*mass_parameter_levels(model, wp.dtype), wr, wp)
+    return Frames(None, tuple(JointAxes("rows", rows=a) for a in axes), params)
 
 
 def frames_for(model: Model, levels: Levels, convention: str) -> Frames:
@@ -324,14 +328,12 @@ def _forward_terms(model: Model, q, v, f_ext, convention: str, unroll: int):
     if convention == "local":
         frames = body_frames(model, levels)
         vel, joint = velocities_levels(levels, topo, v_blocks, unroll)
-        coriolis = spatial.motion_cross(vel, joint)
     else:
         wr, wp, axes, vel, joint = world_kinematics_levels(levels, topo, v_blocks, unroll)
-        params = spatial.world_inertia_parameters(*mass_parameter_levels(model, dtype), wr, wp)
-        frames = Frames(None, tuple(JointAxes("rows", rows=a) for a in axes), params)
-        coriolis = spatial.motion_cross(vel, joint)
+        frames = _world_frames_at(model, wr, wp, axes)
         if f_local is not None:
             f_local = spatial.force_to_parent(wr, wp, f_local)
+    coriolis = spatial.motion_cross(vel, joint)
     bias = spatial.force_cross(vel, spatial.apply_inertia(*frames.inertia, vel))
     return frames, coriolis, bias if f_local is None else bias - f_local
 
@@ -472,7 +474,7 @@ def articulated_body_inertias(model: Model, q) -> ArticulatedBodyInertias:
         real = vi[..., 0] < nv
         idx = vi[real]  # (n_k, nv_k)
         d = d.at[idx[:, :, None], idx[:, None, :]].set(ric.D[real])
-    h_rows = dofs_from_levels(topo, [a.row_matrix(ric.G) for a, ric in zip(levels.axes, ab.kernels)])
+    h_rows = dofs_from_levels(topo, [a.row_matrix(ric.G.shape[:-2], dtype) for a, ric in zip(levels.axes, ab.kernels)])
     gh = jnp.zeros((topo.n_bodies, 6, 6), dtype).at[topo.dof_body].add(g[:, :, None] * h_rows[:, None, :])
     tau_bar = jnp.eye(6, dtype=dtype) - gh
     rel_r, rel_p = from_levels(topo, levels.rel_r), from_levels(topo, levels.rel_p)

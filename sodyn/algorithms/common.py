@@ -86,12 +86,6 @@ class JointAxes:
     h: jax.Array | None = None
     rows: jax.Array | None = None
 
-    @property
-    def dofs(self) -> int:
-        if self.h is not None:
-            return 1
-        return self.rows.shape[-2] if self.rows is not None else len(joints.SUBSPACE_COMPONENTS[self.kernel])
-
     def _h(self, ndim: int) -> jax.Array:
         return _expand(self.h, ndim - self.h.ndim, self.h.ndim - 1)
 
@@ -128,14 +122,15 @@ class JointAxes:
             return spatial.mtv(_expand(a, 1, a.ndim - 2), self._rows(a.ndim - 1))
         return _select(a, joints.SUBSPACE_COMPONENTS[self.kernel], -2)
 
-    def row_matrix(self, like: jax.Array) -> jax.Array:
-        """``H`` as rows ``(..., nv_k, 6)``, broadcast to the slots of ``like`` ``(..., nv_k, 6)``."""
+    def row_matrix(self, slots: tuple[int, ...], dtype) -> jax.Array:
+        """``H`` as rows ``(..., nv_k, 6)``; a constant subspace is broadcast to the leading
+        ``slots`` shape (the other forms carry their own)."""
         if self.h is not None:
             return self.h[..., None, :]
         if self.rows is not None:
             return self.rows
         sel = np.eye(6)[list(joints.SUBSPACE_COMPONENTS[self.kernel])]
-        return jnp.broadcast_to(jnp.asarray(sel, like.dtype), like.shape[:-2] + sel.shape)
+        return jnp.broadcast_to(jnp.asarray(sel, dtype), tuple(slots) + sel.shape)
 
 
 def _select(x: jax.Array, comps: tuple[int, ...], axis: int) -> jax.Array:

@@ -251,7 +251,7 @@ def world_subspace_blocks(topo, levels: Levels, wr: jax.Array, wp: jax.Array) ->
     each column from its body frame to the world origin."""
     cols = []
     for axes, (_, s0, s1) in zip(levels.axes, topo.kernel_slots):
-        rows = axes.row_matrix(jnp.zeros((1, s1 - s0, axes.dofs, 6), wp.dtype))  # (1, Wk, nv_k, 6)
+        rows = axes.row_matrix((1, s1 - s0), wp.dtype)  # (1, Wk, nv_k, 6)
         cols.append(spatial.motion_to_parent(wr[:, s0:s1, None], wp[:, s0:s1, None], rows))
     return cols
 

@@ -266,7 +266,7 @@ def compliance_kernel(topo: Topology, levels: Levels, abi: ArticulatedBodies) ->
         for up, axes, ric in zip(level.per_kernel(ups_plus), *zip(*level.kernels)):
             z = contract("...ij,...kj->...ik", up, ric.G)  # Υ⁺ G, (Wk, 6, nv_k)
             ell = ric.D_inv + spatial.mm(ric.G, z)
-            h = axes.row_matrix(ric.G)  # H, (Wk, nv_k, 6)
+            h = axes.row_matrix(ric.G.shape[:-2], ric.G.dtype)  # H, (Wk, nv_k, 6)
             ups = up + spatial.mtm(h, spatial.mm(ell, h) - spatial.transpose(z)) - spatial.mm(z, h)
             out.append(0.5 * (ups + spatial.transpose(ups)))
         ups = jnp.concatenate(out, axis=0)
@@ -630,7 +630,7 @@ def _log_det_gradient_closed_form(model: Model, q: jax.Array) -> jax.Array:
     py = spatial.mm(abi.P, upsilon)  # (1, W, 6, 6)
     blocks = []
     for axes, (_, s0, s1) in zip(levels.axes, topo.kernel_slots):
-        cols = axes.row_matrix(jnp.zeros((1, s1 - s0, axes.dofs, 6), dtype))  # (1, Wk, nv_k, 6)
+        cols = axes.row_matrix((1, s1 - s0), dtype)  # (1, Wk, nv_k, 6)
         crm = _motion_cross_matrix(cols)  # (1, Wk, nv_k, 6, 6)
         # tr(PΥ crf(h)) with crf(h) = −crm(h)*: tr(A crf) = −Σ A ∘ crm
         g = -2.0 * jnp.sum(py[:, s0:s1, None] * crm, axis=(-1, -2))
