@@ -71,6 +71,37 @@ def test_forward_dynamics_inverts_inverse_dynamics(case):
     np.testing.assert_allclose(out["qdd"], a, atol=1e-10)
 
 
+def test_forward_dynamics_with_added_inertia_solves_the_augmented_system(case):
+    """``(𝓜 + Σ J_k* B_k J_k) θ̈ = τ − C − Σ J_k* B_k ᾱ(k)`` (the implicit stepper's system), and
+    its implicit-function gradients against central differences (symmetric directions in B)."""
+    model, q, v, _, out = case
+    n = model.n_bodies
+    keys = jax.random.split(jax.random.PRNGKey(11), 4)
+    tau = jax.random.normal(keys[0], (model.nv,))
+    f = jax.random.normal(keys[1], (n, 6))
+    root = jax.random.normal(keys[2], (n, 6, 6))
+    b = 0.3 * jnp.einsum("kij,klj->kil", root, root)
+    jac = out["body_jac"]
+    fd = jax.jit(lambda v, tau, f, b: sd.forward_dynamics(model, q, v, tau, f, added_inertia=b))
+    lhs = out["M"] + jnp.einsum("kiv,kij,kjw->vw", jac, b, jac)
+    abar = sd.body_accelerations(model, q, v, jnp.zeros(model.nv), gravity=True)
+    rhs = tau - sd.bias_forces(model, q, v, f) - jnp.einsum("kiv,kij,kj->v", jac, b, abar)
+    np.testing.assert_allclose(fd(v, tau, f, b), np.linalg.solve(lhs, rhs), atol=1e-10)
+
+    def loss(*args):
+        return jnp.sum(jnp.sin(fd(*args)))
+
+    args = (v, tau, f, b)
+    grads = jax.jit(jax.grad(loss, argnums=(0, 1, 2, 3)))(*args)
+    for i, (x, g) in enumerate(zip(args, grads)):
+        d = jax.random.normal(jax.random.fold_in(keys[3], i), x.shape)
+        d = d + jnp.swapaxes(d, -1, -2) if i == 3 else d
+        shifted = [list(args), list(args)]
+        shifted[0][i], shifted[1][i] = x + 1e-6 * d, x - 1e-6 * d
+        numeric = (loss(*shifted[0]) - loss(*shifted[1])) / 2e-6
+        assert float(jnp.sum(g * d)) == pytest.approx(float(numeric), rel=1e-6, abs=1e-8)
+
+
 def test_equation_of_motion_split(case):
     _, _, _, a, out = case
     np.testing.assert_allclose(out["M"] @ a + out["bias"], out["tau"], atol=1e-10)

@@ -55,6 +55,7 @@ from sodyn.algorithms.common import (
 )
 from sodyn.algorithms.inverse_dynamics import inverse_dynamics
 from sodyn.algorithms.kinematics import (
+    body_accelerations,
     centred_world_poses_levels,
     velocities_levels,
     world_kinematics_levels,
@@ -277,7 +278,8 @@ def inverse_times(model: Model, frames: Frames, ab: ArticulatedBodies, x: jax.Ar
 # ---------------------------------------------------------------------------
 
 
-def forward_dynamics(model: Model, q, v, tau, f_ext=None, *, convention: Convention = "local") -> jax.Array:
+def forward_dynamics(model: Model, q, v, tau, f_ext=None, *, convention: Convention = "local",
+                     added_inertia=None) -> jax.Array:
     """Joint accelerations ``θ̈`` by the O(N) articulated-body algorithm (Jain Lemma 7.6).
 
     Gravity, external forces ``f_ext`` ``(n_bodies, 6)`` (body frame), joint damping
@@ -285,6 +287,13 @@ def forward_dynamics(model: Model, q, v, tau, f_ext=None, *, convention: Convent
     :func:`sodyn.inverse_dynamics`.  The Riccati and innovations recursions run fused in one
     gather (Alg. 7.1 and 7.2 share their tip-to-base sweep), then one scatter.  ``convention``
     picks the frames (module docstring): ``"local"`` (default) or ``"world"``.
+
+    ``added_inertia`` ``B`` ``(n_bodies, 6, 6)`` (symmetric positive semi-definite, body
+    frames, ``"local"`` only) is added to each body's inertia in the Riccati recursion, so the
+    sweeps solve ``(𝓜 + Σ_k J_k* B_k J_k) θ̈ = τ − C(q, v) − Σ_k J_k* B_k ᾱ(k)``, with ``J_k`` body
+    k's Jacobian and ``ᾱ(k) = J̇_k θ̇ − 𝔤(k)`` its acceleration at ``θ̈ = 0`` in the recursion
+    (the world accelerating by ``−g``).  The linearly implicit stepper puts contact dampers
+    and springs there (:mod:`sodyn.simulate.contact`).
 
     Derivatives (forward and reverse mode, with respect to the model's parameters too) come
     from the implicit function theorem on ``ID(q, v, θ̈) = τ`` rather than from
@@ -296,24 +305,35 @@ def forward_dynamics(model: Model, q, v, tau, f_ext=None, *, convention: Convent
     """
     _check_convention(convention)
     q, v, tau, f_ext = check_state(model, q, v, tau, "tau", f_ext)
-    return _forward_dynamics(model, q, v, tau, f_ext, convention)
+    if added_inertia is not None:
+        added_inertia = jnp.asarray(added_inertia, q.dtype)
+        if added_inertia.shape != (model.n_bodies, 6, 6):
+            raise ValueError(f"added_inertia must have shape (n_bodies, 6, 6) = ({model.n_bodies}, 6, 6), "
+                             f"got {added_inertia.shape}")
+        if convention != "local":
+            raise ValueError("added_inertia is given in body frames: use convention='local'")
+        if f_ext is None:
+            f_ext = jnp.zeros((model.n_bodies, 6), q.dtype)
+    return _forward_dynamics(model, q, v, tau, f_ext, added_inertia, convention)
 
 
-@functools.partial(jax.custom_jvp, nondiff_argnums=(5,))
-def _forward_dynamics(model: Model, q, v, tau, f_ext, convention: str):
-    return _articulated_forward(model, q, v, tau, f_ext, convention)[0]
+@functools.partial(jax.custom_jvp, nondiff_argnums=(6,))
+def _forward_dynamics(model: Model, q, v, tau, f_ext, added, convention: str):
+    return _articulated_forward(model, q, v, tau, f_ext, convention, added)[0]
 
 
 @_forward_dynamics.defjvp
 def _forward_dynamics_jvp(convention, primals, tangents):
-    model, q, v, tau, f_ext = primals
-    d_model, dq, dv, dtau, df = tangents
-    qdd, frames, ab = _articulated_forward(model, q, v, tau, f_ext, convention)
+    model, q, v, tau, f_ext, added = primals
+    d_model, dq, dv, dtau, df, d_added = tangents
+    qdd, frames, ab = _articulated_forward(model, q, v, tau, f_ext, convention, added)
 
-    def id_at_fixed_acceleration(m, q, v, f):
+    def id_at_fixed_acceleration(m, q, v, f, b):
+        if b is not None:  # B_k acts on the recursion's body accelerations (world at −g)
+            f = f - spatial.mv(b, body_accelerations(m, q, v, qdd, gravity=True))
         return inverse_dynamics(m, q, v, qdd, f)
 
-    _, d_id = jax.jvp(id_at_fixed_acceleration, (model, q, v, f_ext), (d_model, dq, dv, df))
+    _, d_id = jax.jvp(id_at_fixed_acceleration, (model, q, v, f_ext, added), (d_model, dq, dv, df, d_added))
     return qdd, inverse_times(model, frames, ab, dtau - d_id)
 
 
@@ -339,17 +359,19 @@ def _forward_terms(model: Model, q, v, f_ext, convention: str, unroll: int):
 
 
 def riccati_and_innovations(model: Model, frames: Frames, t_blocks, coriolis=None, bias=None,
-                             unroll: int = 1) -> tuple[list[jax.Array], ArticulatedBodies]:
+                             unroll: int = 1, added=None) -> tuple[list[jax.Array], ArticulatedBodies]:
     """The Riccati and innovations recursions fused in one gather (Jain Alg. 7.1 and 7.2 share
     their tip-to-base sweep), with ``z(k) = P(k) a(k) + b(k) + Σ_c φ(k, c) z⁺(c)`` for the
     velocity terms ``a = coriolis`` and bias forces ``b = bias`` (each zero if ``None``).
-    Returns per kernel ``ν`` and the Riccati quantities (without ``D``)."""
+    ``added`` ``(1, W, 6, 6)`` (or ``None``) is added to each body's inertia.  Returns per
+    kernel ``ν`` and the Riccati quantities (without ``D``)."""
     dtype = frames.inertia[0].dtype
 
     def step(from_children, level):
-        pose, inertia, cor, b = level.x
+        pose, inertia, cor, b, extra = level.x
         p_children, z = from_children
         big_p = spatial.inertia_from_parameters(*inertia) + p_children
+        big_p = big_p if extra is None else big_p + extra
         z = z if cor is None else z + spatial.mv(big_p, cor) + b
         p_plus, z_plus, outs = [], [], []
         for pk, zk, axes, arm, t in zip(level.per_kernel(big_p), level.per_kernel(z), *zip(*level.kernels)):
@@ -364,19 +386,21 @@ def riccati_and_innovations(model: Model, frames: Frames, t_blocks, coriolis=Non
 
     zero = (jnp.zeros((6, 6), dtype), jnp.zeros(6, dtype))
     kernel_xs = tuple(zip(frames.axes, _armature_blocks(model, dtype), t_blocks))
-    outs = gather(model.topology, step, zero, (frames.pose, frames.inertia, coriolis, bias), kernel_xs,
+    outs = gather(model.topology, step, zero, (frames.pose, frames.inertia, coriolis, bias, added), kernel_xs,
                   unroll=unroll)
     return [o[0] for o in outs], ArticulatedBodies(tuple(o[1] for o in outs))
 
 
-def _articulated_forward(model: Model, q, v, tau, f_ext, convention: str):
+def _articulated_forward(model: Model, q, v, tau, f_ext, convention: str, added=None):
     """The fused ABA; returns ``θ̈``, the frames and the Riccati quantities (for ``𝓜⁻¹ x``)."""
     dtype = q.dtype
     m = model_params(model, dtype)
     unroll = FORWARD_UNROLL
     frames, coriolis, bias = _forward_terms(model, q, v, f_ext, convention, unroll)
     t_blocks = dofs_to_levels(model.topology, tau - m.damping * v, 0.0)
-    nus, ab = riccati_and_innovations(model, frames, t_blocks, coriolis, bias, unroll)
+    if added is not None:
+        added = to_levels(model.topology, added, jnp.zeros((6, 6), dtype))
+    nus, ab = riccati_and_innovations(model, frames, t_blocks, coriolis, bias, unroll, added)
     qdd = accelerations(model, frames, ab, nus, gravity_acceleration(m, dtype), coriolis, unroll)
     return qdd, frames, ab
 
