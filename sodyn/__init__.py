@@ -68,6 +68,18 @@ from sodyn.joints import JointSpec
 from sodyn.model import Actuators, Geoms, Keyframes, Model, ModelBuilder
 from sodyn.reduce import lock_joints
 from sodyn.runtime import batch, jit, use_cpu_cores
+from sodyn.simulate import (
+    GroundContact,
+    JointForces,
+    Rollout,
+    State,
+    home_state,
+    monte_carlo,
+    motors,
+    position_servos,
+    rollout,
+    step,
+)
 
 # submodules used as ``sodyn.<name>`` (``import sodyn`` is enough)
 from sodyn import contraction, io, models, runtime, simulate, spatial  # noqa: E402  isort: skip
@@ -92,6 +104,9 @@ __all__ = [
     "operational_space_bias", "operational_space_compliance", "operational_space_dynamics",
     "operational_space_inertia", "osc_torque", "posture_torque", "simultaneous_impulses",
     "task_jacobian", "task_jdot_v", "task_pd_acceleration",
+    # simulation (sodyn.simulate)
+    "GroundContact", "JointForces", "Rollout", "State", "home_state", "monte_carlo", "motors", "position_servos",
+    "rollout", "step",
     # loading real robots
     "Actuators", "EqualityConstraints", "Geoms", "IgnoredElementWarning", "InertiaWarning", "Keyframes",
     "LoadWarning", "SingularModelWarning", "UnsupportedElementWarning", "lock_joints",

@@ -73,6 +73,15 @@ def integrate(model: Model, q, v, dt=1.0) -> jax.Array:
     return dofs_from_levels(topo, out, which="q")
 
 
+def chart_rate(model: Model, xi: jax.Array, v: jax.Array) -> jax.Array:
+    """``ξ̇`` of the chart ``q₀ ⊕ ξ`` at velocity ``v`` (see :func:`sodyn.joints.chart_rate`)."""
+    topo = model.topology
+    xb = dofs_to_levels(topo, xi, 0.0)
+    vb = dofs_to_levels(topo, v, 0.0)
+    out = [joints.chart_rate(kn, x, w) for (kn, _, _), x, w in zip(topo.kernel_slots, xb, vb)]
+    return dofs_from_levels(topo, out)
+
+
 def difference(model: Model, q0, q1) -> jax.Array:
     """The velocity ``v`` with ``integrate(model, q0, v) = q1`` (``q1 ⊖ q0``)."""
     q0 = check_vector(model, q0, model.nq, "q0")

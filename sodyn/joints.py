@@ -172,6 +172,34 @@ def integrate(kernel: str, q: Array, v: Array) -> Array:
     raise ValueError(f"unknown joint kernel {kernel!r}")
 
 
+def chart_rate(kernel: str, xi: Array, v: Array) -> Array:
+    """``ξ̇`` of the chart ``q(ξ) = q₀ ⊕ ξ`` when the joint moves with velocity ``v`` at ``q(ξ)``.
+
+    Hinges: ``ξ̇ = v``.  Rotations (``q₀ ⊗ exp(ξ)``, ``ω`` in the child frame) use the inverse
+    right Jacobian of SO(3), ``ξ̇ = (I + ½[ξ]× + 1/12 [ξ]×²) ω``, exact to ``O(|ξ|⁴)``, which
+    keeps Runge–Kutta–Munthe-Kaas schemes of order four.  The free joint's position
+    (``p₀ + R₀ ξ_v``) and the planar joint's (``p₀ + R(θ₀) ξ_xy``) follow exactly:
+    ``ξ̇_v = exp(ξ_ω) v``, ``ξ̇_xy = R(ξ_θ) v_xy``.
+    """
+    if kernel == "hinge":
+        return v
+    if kernel == "spherical":
+        return _so3_chart_rate(xi, v)
+    if kernel == "free":
+        w = _so3_chart_rate(xi[..., :3], v[..., :3])
+        r = spatial.quat_to_rotation(spatial.quat_exp(xi[..., :3]))
+        return jnp.concatenate([w, spatial.mv(r, v[..., 3:6])], axis=-1)
+    if kernel == "planar":
+        s, c = sincos(xi[..., 2])
+        return jnp.stack([c * v[..., 0] - s * v[..., 1], s * v[..., 0] + c * v[..., 1], v[..., 2]], axis=-1)
+    raise ValueError(f"unknown joint kernel {kernel!r}")
+
+
+def _so3_chart_rate(xi: Array, omega: Array) -> Array:
+    half = spatial.cross(xi, omega)
+    return omega + 0.5 * half + spatial.cross(xi, half) / 12.0
+
+
 def difference(kernel: str, q0: Array, q1: Array) -> Array:
     """``q1 ⊖ q0``: the velocity ``v`` with ``integrate(q0, v) = q1``."""
     if kernel == "hinge":

@@ -229,7 +229,7 @@ def check_geoms(model, mj, qpos, out):
 
 
 def check_actuators(model, mj, qpos, qvel, rng):
-    """qfrc_actuator of random (partly out-of-range) controls, from the stored affine form."""
+    """qfrc_actuator of random (partly out-of-range) controls: ``sd.simulate.actuator_forces``."""
     m = without_unmodelled(mj)
     kept = set(model.actuators.names)
     for i in range(m.nu):  # silence the actuators named in the warning
@@ -240,33 +240,22 @@ def check_actuators(model, mj, qpos, qvel, rng):
     d.qpos[:], d.qvel[:] = qpos, qvel
     d.ctrl[:] = rng.uniform(-2, 2, m.nu)
     mujoco.mj_forward(m, d)
-    act = model.actuators
-    tau = np.zeros(model.nv)
     ctrl = {mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_ACTUATOR, i) or f"actuator{i}": d.ctrl[i] for i in range(m.nu)}
-    for i, name in enumerate(act.names):
-        k, gear = act.dof[i], float(act.gear[i])
-        u = np.clip(ctrl[name], *np.asarray(act.ctrl_range[i]))
-        length, speed = gear * qpos[model.joint_q_slice(model_joint_of_dof(model, k)).start], gear * qvel[k]
-        f = act.gain[i] * u + act.bias[i] @ np.array([1.0, length, speed])
-        tau[k] += gear * np.clip(f, *np.asarray(act.force_range[i]))
+    control = np.array([ctrl[name] for name in model.actuators.names])
+    tau = sd.simulate.actuator_forces(model, model.actuators, qpos, qvel, control).force
     assert rel_err(tau, d.qfrc_actuator) < TOL
 
 
-def model_joint_of_dof(model, k):
-    return next(j for j in range(model.n_bodies) if int(model.topology.v_start[j]) == k)
-
-
 def check_springs(model, mj, qpos):
-    """qfrc_spring = −stiffness · (q − spring_reference) on hinges and slides."""
+    """qfrc_spring on hinges and slides: ``sd.simulate.joint_forces`` with springs only."""
     m = without_unmodelled(mj)
     d = mujoco.MjData(m)
     d.qpos[:] = qpos
     mujoco.mj_forward(m, d)
-    for j in range(m.njnt):
-        if m.jnt_type[j] in (2, 3):
-            qa, da = m.jnt_qposadr[j], m.jnt_dofadr[j]
-            expect = -float(model.stiffness[da]) * (qpos[qa] - float(model.spring_reference[qa]))
-            assert abs(d.qfrc_spring[da] - expect) <= TOL * max(1.0, abs(expect)), j
+    springs_only = sd.simulate.JointForces(limits=False, friction=False)
+    tau = sd.simulate.joint_forces(model, springs_only, qpos, np.zeros(model.nv)).force
+    hinges = [m.jnt_dofadr[j] for j in range(m.njnt) if m.jnt_type[j] in (2, 3)]
+    assert rel_err(np.asarray(tau)[hinges], d.qfrc_spring[hinges]) < TOL
 
 
 def quat_of(r):

@@ -1,0 +1,41 @@
+"""Simulation: the :class:`State`, time steppers, actuators, joint limits and friction,
+ground contact, rollouts and batched Monte Carlo.
+
+* :func:`step` / :func:`step_and_forces`: one step (:mod:`~sodyn.simulate.stepping`);
+* :func:`rollout`: many steps as one ``lax.scan`` (:mod:`~sodyn.simulate.rollout`);
+* :class:`GroundContact`, :func:`contact_terms`: compliant point contact with friction against a
+  plane (:mod:`~sodyn.simulate.contact`);
+* :func:`motors`, :func:`position_servos`, :func:`actuator_forces`: controls to forces
+  (:mod:`~sodyn.simulate.actuation`);
+* :class:`JointForces`: joint limits, friction loss and springs
+  (:mod:`~sodyn.simulate.joint_forces`);
+* :func:`monte_carlo`, :func:`home_state`, :class:`ParameterDistribution`: batched Monte Carlo
+  over sampled states and parameters (:mod:`~sodyn.simulate.monte_carlo`).
+"""
+
+from sodyn.simulate.actuation import actuator_forces, motors, position_servos
+from sodyn.simulate.contact import ContactTerms, GroundContact, contact_terms, restitution_coefficient
+from sodyn.simulate.joint_forces import JointForces, joint_forces, joint_potential_energy
+from sodyn.simulate.monte_carlo import (
+    MonteCarloResult,
+    ParameterDistribution,
+    home_sampler,
+    home_state,
+    log_uniform_scale,
+    monte_carlo,
+    normal_noise,
+    randomize,
+    uniform,
+    uniform_scale,
+)
+from sodyn.simulate.rollout import Rollout, rollout
+from sodyn.simulate.state import State
+from sodyn.simulate.stepping import INTEGRATORS, StepForces, step, step_and_forces
+
+__all__ = [
+    "actuator_forces", "contact_terms", "ContactTerms", "GroundContact", "home_sampler", "home_state",
+    "INTEGRATORS", "joint_forces", "joint_potential_energy", "JointForces", "log_uniform_scale", "monte_carlo",
+    "MonteCarloResult", "motors", "normal_noise", "ParameterDistribution", "position_servos", "randomize",
+    "restitution_coefficient", "Rollout", "rollout", "State", "step", "step_and_forces", "StepForces", "uniform",
+    "uniform_scale",
+]

@@ -1,0 +1,149 @@
+"""Joint limits, friction loss and joint springs as smooth, differentiable joint forces.
+
+For each hinge (revolute, prismatic, helical) dof with position ``x``, velocity ``ẋ`` and
+finite limits ``[l, u]``, the penetrations ``e_u = x − u`` and ``e_l = l − x`` enter a spring
+with a C¹ onset of width ``w`` and a damper that fades in over the same width:
+
+    π(e) = 0 (e ≤ 0),   e² / (2w) (0 < e < w),   e − w/2 (e ≥ w);      γ(e) = clip(e / w, 0, 1)
+    τ_u = min(0, −k π(e_u) − d γ(e_u) ẋ),        τ_l = max(0, k π(e_l) − d γ(e_l) ẋ)
+
+(the ``min``/``max`` keep a limit from pulling a joint back into it).  Friction loss with bound
+``F`` (``model.friction``, MuJoCo's ``frictionloss``, URDF ``<dynamics friction>``) is
+regularized Coulomb friction, ``τ_f = −F ẋ / sqrt(ẋ² + ε²)``: below the breakaway torque a
+driven joint creeps at a speed of order ``ε``.  Springs pull with ``−stiffness ⊙ (q ⊖
+spring_reference)``; joint damping (``model.damping``) is applied by the dynamics themselves.
+
+:func:`joint_forces` returns the force with its stiffness ``−∂τ/∂q`` and damping ``−∂τ/∂v``
+per dof (the friction's as the secant ``F / sqrt(ẋ² + ε²)``), which the linearly implicit
+stepper puts on the diagonal of the articulated-body recursion.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from sodyn.configuration import difference
+from sodyn.joints import KERNEL_OF
+from sodyn.model import Model
+
+
+class JointForces(eqx.Module):
+    """Parameters of the joint limit and friction-loss models (module docstring).
+
+    ``limit_stiffness`` ``k`` (N·m/rad, or N/m for prismatic joints), ``limit_damping`` ``d``,
+    ``limit_onset`` ``w`` (rad or m) and ``friction_velocity`` ``ε`` (rad/s or m/s) are
+    scalar leaves, so they can be randomized and differentiated.  ``limits``, ``friction``
+    and ``springs`` switch each part on or off (static).
+    """
+
+    limit_stiffness: jax.Array = eqx.field(default_factory=lambda: jnp.asarray(1e5), converter=jnp.asarray)
+    limit_damping: jax.Array = eqx.field(default_factory=lambda: jnp.asarray(1e4), converter=jnp.asarray)
+    limit_onset: jax.Array = eqx.field(default_factory=lambda: jnp.asarray(1e-3), converter=jnp.asarray)
+    friction_velocity: jax.Array = eqx.field(default_factory=lambda: jnp.asarray(1e-3), converter=jnp.asarray)
+    limits: bool = eqx.field(static=True, default=True)
+    friction: bool = eqx.field(static=True, default=True)
+    springs: bool = eqx.field(static=True, default=True)
+
+    def __check_init__(self):
+        for name in ("limit_stiffness", "limit_damping", "limit_onset", "friction_velocity"):
+            x = getattr(self, name)
+            if x.shape != ():
+                raise ValueError(f"JointForces.{name} must be a scalar, got shape {x.shape}")
+
+
+class JointTerms(NamedTuple):
+    """Joint forces ``force (nv,)`` with their stiffness ``−∂τ/∂q`` and damping ``−∂τ/∂v``
+    per dof (both ``(nv,)``, non-negative)."""
+
+    force: jax.Array
+    stiffness: jax.Array
+    damping: jax.Array
+
+
+def _hinge_indices(model: Model) -> tuple[np.ndarray, np.ndarray]:
+    """Static ``q`` and ``v`` indices of the hinge dofs (the joints that have limits)."""
+    topo = model.topology
+    hinges = [k for k, t in enumerate(topo.joint_type) if KERNEL_OF.get(t) == "hinge"]
+    return (np.array([int(topo.q_start[k]) for k in hinges], dtype=np.int32),
+            np.array([int(topo.v_start[k]) for k in hinges], dtype=np.int32))
+
+
+def _onset(e: jax.Array, w: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """``π(e)``, ``π'(e) = γ(e)`` for the C¹ onset of width ``w``."""
+    ramp = jnp.clip(e / w, 0.0, 1.0)
+    inside = jnp.clip(e, 0.0, w)
+    pen = jnp.where(e >= w, e - 0.5 * w, inside * inside / (2.0 * w))
+    return pen, ramp, ramp
+
+
+def _limit(x, v, bound, sign, params: JointForces):
+    """One side's limit torque and its slopes; ``sign = +1`` upper, ``−1`` lower.  Infinite
+    bounds give zero (a penetration of −1 never reaches the onset)."""
+    finite = jnp.isfinite(bound)
+    e = jnp.where(finite, sign * (x - jnp.where(finite, bound, 0.0)), -1.0)
+    k, d, w = params.limit_stiffness, params.limit_damping, params.limit_onset
+    pen, ramp, gate = _onset(e, w)
+    push = k * pen + sign * d * gate * v       # magnitude pushing out of the limit
+    active = push > 0
+    tau = jnp.where(active, -sign * push, 0.0)
+    stiffness = jnp.where(active, k * ramp, 0.0)
+    damping = jnp.where(active, d * gate, 0.0)
+    return tau, stiffness, damping
+
+
+def joint_forces(model: Model, params: JointForces, q: jax.Array, v: jax.Array) -> JointTerms:
+    """Limit, friction-loss and spring forces at ``(q, v)`` with their per-dof slopes."""
+    dtype = q.dtype
+    params = jax.tree_util.tree_map(lambda x: x.astype(dtype), params)
+    force = jnp.zeros(model.nv, dtype)
+    stiffness = jnp.zeros(model.nv, dtype)
+    damping = jnp.zeros(model.nv, dtype)
+    if params.springs:
+        k = model.stiffness.astype(dtype)
+        force = force - k * difference(model, model.spring_reference.astype(dtype), q)
+        stiffness = stiffness + k
+    if params.friction:
+        bound = model.friction.astype(dtype)
+        speed = jnp.sqrt(v * v + params.friction_velocity ** 2)
+        force = force - bound * v / speed
+        damping = damping + bound / speed
+    qi, vi = _hinge_indices(model)
+    if params.limits and len(qi):
+        x, xd = q[qi], v[vi]
+        upper = _limit(x, xd, model.upper_limit.astype(dtype)[qi], 1.0, params)
+        lower = _limit(x, xd, model.lower_limit.astype(dtype)[qi], -1.0, params)
+        force = force.at[vi].add(upper[0] + lower[0])
+        stiffness = stiffness.at[vi].add(upper[1] + lower[1])
+        damping = damping.at[vi].add(upper[2] + lower[2])
+    return JointTerms(force, stiffness, damping)
+
+
+def joint_potential_energy(model: Model, params: JointForces, q: jax.Array) -> jax.Array:
+    """The potential of the springs and limit springs, ``Σ ½ stiffness (q ⊖ q_ref)² + Σ k Π(e)``
+    with ``Π' = π`` (``Π(e) = e³/(6w)`` below the onset width, ``e²/2 − we/2 + w²/6`` above)."""
+    dtype = q.dtype
+    params = jax.tree_util.tree_map(lambda x: x.astype(dtype), params)
+    energy = jnp.zeros((), dtype)
+    if params.springs:
+        d = difference(model, model.spring_reference.astype(dtype), q)
+        energy = energy + 0.5 * jnp.sum(model.stiffness.astype(dtype) * d * d)
+    qi, _ = _hinge_indices(model)
+    if params.limits and len(qi):
+        w = params.limit_onset
+        for bound, sign in ((model.upper_limit, 1.0), (model.lower_limit, -1.0)):
+            b = bound.astype(dtype)[qi]
+            finite = jnp.isfinite(b)
+            e = jnp.where(finite, sign * (q[qi] - jnp.where(finite, b, 0.0)), -1.0)
+            inside = jnp.clip(e, 0.0, w)
+            big = jnp.maximum(e, w)
+            potential = jnp.where(e >= w, 0.5 * big * big - 0.5 * w * big + w * w / 6.0, inside ** 3 / (6.0 * w))
+            energy = energy + params.limit_stiffness * jnp.sum(potential)
+    return energy
+
+
+__all__ = ["JointForces", "JointTerms", "joint_forces", "joint_potential_energy"]

@@ -1,0 +1,217 @@
+"""Time steppers on the joint manifold (quaternions stay unit).
+
+``integrator="implicit"`` (default) is semi-implicit Euler with every stiff force linearized
+at the end of the step.  Each force ``τ(q, v)`` whose stiffness ``K = −∂τ/∂q`` and damping
+``C = −∂τ/∂v`` are per dof (joint damping, springs, limits, friction loss, servo gains) is
+evaluated at ``(q + dt v⁺, v⁺)`` to first order, and so is every contact point's force
+(:mod:`sodyn.simulate.contact`):
+
+    (𝓜 + diag(dt C + dt² K) + Σ_k J_k* B_k J_k) a = τ − dt K v − C(q, v) + Σ_k J_k* f_k
+    v⁺ = v + dt a,        q⁺ = q ⊕ dt v⁺
+
+The diagonal joins the armature in the articulated-body recursion and the contact terms
+``B_k`` join the body inertias (``forward_dynamics(..., added_inertia=B)``), so a step costs
+one O(N) forward-dynamics pass: nothing is factorized.  Stiff joint dampers and contacts
+therefore stay stable at the time steps a robot's controller runs at.
+
+``"semi_implicit"`` is symplectic Euler with all forces explicit (``v⁺ = v + dt a(q, v)``,
+``q⁺ = q ⊕ dt v⁺``).  ``"rk4"`` is the classical fourth-order Runge–Kutta scheme on the joint
+manifold (Munthe-Kaas form: the stages move in the chart ``q ⊕ ξ`` with
+:func:`sodyn.joints.chart_rate`), all forces explicit; the control and external forces are
+held over the step.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+from sodyn.algorithms.articulated import forward_dynamics
+from sodyn.algorithms.common import check_f_ext
+from sodyn.configuration import chart_rate, integrate
+from sodyn.model import Model
+from sodyn.model_data import Actuators
+from sodyn.simulate.actuation import actuator_forces, control_size
+from sodyn.simulate.contact import GroundContact, contact_terms
+from sodyn.simulate.joint_forces import JointForces, joint_forces
+from sodyn.simulate.state import State
+
+INTEGRATORS: tuple[str, ...] = ("implicit", "semi_implicit", "rk4")
+
+
+class StepForces(NamedTuple):
+    """Forces of a step, evaluated at its start: ``actuator`` and ``joint`` generalised forces
+    ``(nv,)`` (``joint``: limits, friction loss, springs and ``−damping ⊙ v``), and the
+    world-frame ``contact`` force on each contact point ``(nc, 3)`` (``None`` without contact)."""
+
+    actuator: jax.Array
+    joint: jax.Array
+    contact: jax.Array | None
+
+
+class Forces(eqx.Module):
+    """What acts on the model besides gravity: ``actuators`` (``None``: the model's own when
+    it has some, else the control is the generalised force), joint ``limits`` parameters
+    (:class:`JointForces`) and ``contact`` (a :class:`~sodyn.simulate.GroundContact` or
+    ``None``)."""
+
+    actuators: Actuators | None
+    joint: JointForces
+    contact: GroundContact | None
+
+
+def resolve_forces(model: Model, actuators=None, joint_forces: JointForces | None = None, contact=None) -> Forces:
+    """The :class:`Forces` of a step's keyword arguments (defaults filled in)."""
+    if actuators is None and len(model.actuators):
+        actuators = model.actuators
+    if actuators is not None and not isinstance(actuators, Actuators):
+        raise ValueError(f"actuators must be an sodyn.Actuators value or None, got {type(actuators).__name__}")
+    if joint_forces is None:
+        joint_forces = JointForces()
+    elif not isinstance(joint_forces, JointForces):
+        raise ValueError(f"joint_forces must be a JointForces value or None, got {type(joint_forces).__name__}")
+    if contact is not None and not isinstance(contact, GroundContact):
+        raise ValueError(f"contact must be a GroundContact or None, got {type(contact).__name__}")
+    return Forces(actuators, joint_forces, contact)
+
+
+def check_dt(dt) -> None:
+    """A concrete ``dt`` must be positive and finite (a traced one is checked by ``checked=True``)."""
+    try:
+        value = float(dt)
+    except (TypeError, jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError):
+        return
+    if not value > 0 or value == float("inf"):
+        raise ValueError(f"dt must be a positive, finite time step, got {dt!r}")
+
+
+def check_control(model: Model, forces: Forces, control, dtype) -> jax.Array:
+    """``control`` as an ``(nu,)`` array (zeros for ``None``)."""
+    nu = control_size(model, forces.actuators)
+    if control is None:
+        return jnp.zeros(nu, dtype)
+    u = jnp.asarray(control, dtype)
+    if u.shape != (nu,):
+        what = "the number of actuators" if forces.actuators is not None else "nv (generalised forces)"
+        raise ValueError(f"control must have shape ({nu},) ({what}), got {u.shape}")
+    return u
+
+
+def _terms(model: Model, forces: Forces, q, v, control, f_ext, dt):
+    """Actuator, joint and contact terms at ``(q, v)``; contact linearized when ``dt`` is given."""
+    act = actuator_forces(model, forces.actuators, q, v, control)
+    joint = joint_forces(model, forces.joint, q, v)
+    contact = None
+    if forces.contact is not None:
+        contact = contact_terms(model, forces.contact, q, v, dt)
+        f_ext = contact.f_ext if f_ext is None else f_ext + contact.f_ext
+    recorded = StepForces(act.force, joint.force - model.damping.astype(q.dtype) * v,
+                          None if contact is None else contact.force)
+    return act, joint, contact, f_ext, recorded
+
+
+def _explicit_acceleration(model, forces, q, v, control, f_ext):
+    act, joint, _, f, recorded = _terms(model, forces, q, v, control, f_ext, None)
+    return forward_dynamics(model, q, v, act.force + joint.force, f), recorded
+
+
+def _implicit_step(model, forces, state, control, f_ext, dt):
+    q, v = state.q, state.v
+    act, joint, contact, f, recorded = _terms(model, forces, q, v, control, f_ext, dt)
+    stiffness = act.stiffness + joint.stiffness
+    damping = act.damping + joint.damping + model.damping.astype(q.dtype)
+    diagonal = model.armature.astype(q.dtype) + dt * damping + dt * dt * stiffness
+    shifted = eqx.tree_at(lambda m: m.armature, model, diagonal)
+    added = None if contact is None else contact.added_inertia
+    a = forward_dynamics(shifted, q, v, act.force + joint.force - dt * stiffness * v, f, added_inertia=added)
+    v_next = v + dt * a
+    return State(integrate(model, q, v_next, dt), v_next, state.t + dt), recorded
+
+
+def _semi_implicit_step(model, forces, state, control, f_ext, dt):
+    a, recorded = _explicit_acceleration(model, forces, state.q, state.v, control, f_ext)
+    v_next = state.v + dt * a
+    return State(integrate(model, state.q, v_next, dt), v_next, state.t + dt), recorded
+
+
+def _rk4_step(model, forces, state, control, f_ext, dt):
+    q, v = state.q, state.v
+
+    def stage(xi, w):
+        a, rec = _explicit_acceleration(model, forces, integrate(model, q, xi), w, control, f_ext)
+        return chart_rate(model, xi, w), a, rec
+
+    zero = jnp.zeros_like(v)
+    k1 = stage(zero, v)
+    k2 = stage(0.5 * dt * k1[0], v + 0.5 * dt * k1[1])
+    k3 = stage(0.5 * dt * k2[0], v + 0.5 * dt * k2[1])
+    k4 = stage(dt * k3[0], v + dt * k3[1])
+    xi = dt / 6.0 * (k1[0] + 2.0 * k2[0] + 2.0 * k3[0] + k4[0])
+    v_next = v + dt / 6.0 * (k1[1] + 2.0 * k2[1] + 2.0 * k3[1] + k4[1])
+    return State(integrate(model, q, xi), v_next, state.t + dt), k1[2]
+
+
+_STEPPERS = {"implicit": _implicit_step, "semi_implicit": _semi_implicit_step, "rk4": _rk4_step}
+
+
+def advance(model: Model, forces: Forces, state: State, control, f_ext, dt, integrator: str,
+            substeps: int) -> tuple[State, StepForces]:
+    """One step of ``dt`` in ``substeps`` equal substeps (checked arguments); returns the new
+    state and the forces averaged over the substeps."""
+    stepper = _STEPPERS[integrator]
+    if substeps == 1:
+        return stepper(model, forces, state, control, f_ext, dt)
+    h = dt / substeps
+
+    def body(s, _):
+        return stepper(model, forces, s, control, f_ext, h)
+
+    state, recorded = jax.lax.scan(body, state, None, length=substeps)
+    return state, jax.tree_util.tree_map(lambda x: jnp.mean(x, axis=0), recorded)
+
+
+def check_step_options(integrator: str, substeps) -> None:
+    if integrator not in INTEGRATORS:
+        raise ValueError(f"integrator must be one of {INTEGRATORS}, got {integrator!r}")
+    if not isinstance(substeps, int) or isinstance(substeps, bool) or substeps < 1:
+        raise ValueError(f"substeps must be a positive integer, got {substeps!r}")
+
+
+def check_state_value(model: Model, state: State) -> State:
+    if not isinstance(state, State):
+        raise ValueError(f"state must be an sodyn.State (State.initial(model, q, v)), got {type(state).__name__}")
+    return State.initial(model, state.q, state.v, state.t)
+
+
+def step_and_forces(model: Model, state: State, control, dt, *, integrator: str = "implicit", contact=None,
+                    actuators: Actuators | None = None, joint_forces: JointForces | None = None, f_ext=None,
+                    substeps: int = 1) -> tuple[State, StepForces]:
+    """:func:`step`, also returning the step's :class:`StepForces`."""
+    check_step_options(integrator, substeps)
+    check_dt(dt)
+    state = check_state_value(model, state)
+    forces = resolve_forces(model, actuators, joint_forces, contact)
+    control = check_control(model, forces, control, state.q.dtype)
+    f_ext = check_f_ext(model, f_ext, state.q.dtype)
+    return advance(model, forces, state, control, f_ext, jnp.asarray(dt, state.q.dtype), integrator, substeps)
+
+
+def step(model: Model, state: State, control, dt, *, integrator: str = "implicit", contact=None,
+         actuators: Actuators | None = None, joint_forces: JointForces | None = None, f_ext=None,
+         substeps: int = 1) -> State:
+    """Advance ``state`` by ``dt`` (module docstring for the integrators).
+
+    ``control``: actuator controls ``(na,)`` when the model (or ``actuators``) has actuators,
+    else generalised forces ``(nv,)``; ``None`` is zero.  ``contact``: a
+    :class:`~sodyn.simulate.GroundContact`; ``joint_forces``: limit and friction-loss
+    parameters (:class:`JointForces`, on by default); ``f_ext`` ``(n_bodies, 6)``: external
+    body-frame wrenches held over the step; ``substeps``: equal substeps of ``dt / substeps``.
+    """
+    return step_and_forces(model, state, control, dt, integrator=integrator, contact=contact, actuators=actuators,
+                           joint_forces=joint_forces, f_ext=f_ext, substeps=substeps)[0]
+
+
+__all__ = ["INTEGRATORS", "Forces", "StepForces", "advance", "step", "step_and_forces"]
