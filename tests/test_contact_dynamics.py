@@ -162,3 +162,23 @@ def test_float32_quadruped_runs_10000_steps_and_first_contact_gradients_are_fini
 
     grad = jax.grad(height_after_touchdown)(jnp.float32(0.3))
     assert np.isfinite(grad)
+
+
+def test_a_sphere_comes_to_rest_on_an_mjcf_floor():
+    """The floor plane and the sphere of an MJCF file become the contact model."""
+    xml = """
+    <mujoco model="drop">
+      <worldbody>
+        <geom name="floor" type="plane" size="0 0 1" pos="0 0 -0.2"/>
+        <body name="ball" pos="0 0 0.3">
+          <freejoint name="root"/>
+          <geom name="ball" type="sphere" size="0.1" mass="1"/>
+        </body>
+      </worldbody>
+    </mujoco>"""
+    model = sd.load_mjcf(xml)
+    contact = GroundContact.from_model(model)
+    traj = jax.jit(lambda: rollout(model, State.initial(model), None, 1e-3, 1500, contact=contact))()
+    height = float(traj.states.q[-1, 2])
+    assert height == pytest.approx(-0.2 + 0.1, abs=2e-3)  # resting on the plane, sunk ≤ 2 mm
+    assert abs(float(traj.states.v[-1, 5])) < 1e-3
