@@ -51,14 +51,16 @@ JITS = {
 
 
 def _functions(model, steps: int, dt: float) -> dict:
-    # joint damping off in rollouts: semi-implicit Euler treats it explicitly, and with a URDF's
-    # damping on light distal links (a humanoid's grippers) the steps leave its stable range
+    # explicit semi-implicit Euler, joint damping and joint forces off: the program the tables in
+    # bench/results.md were first measured with
     undamped = eqx.tree_at(lambda m: m.damping, model, jnp.zeros_like(model.damping))
+    passive_off = sd.JointForces(limits=False, friction=False, springs=False)
 
     def rollout_grad(q, v, t):
         def loss(tau):
-            traj = sd.simulate.rollout(undamped, q, v, tau, dt, steps)
-            return jnp.sum(traj.q ** 2) + 1e-3 * jnp.sum(tau ** 2)
+            traj = sd.rollout(undamped, sd.State.initial(undamped, q, v), tau, dt, steps,
+                              integrator="semi_implicit", joint_forces=passive_off)
+            return jnp.sum(traj.states.q ** 2) + 1e-3 * jnp.sum(tau ** 2)
 
         return jax.grad(loss)(jnp.broadcast_to(t, (steps,) + t.shape))
 

@@ -40,8 +40,8 @@ rotations of a body standing on several points): the linearly implicit step take
 stride, explicit integrators are stable only for ``dt`` of order ``ε / (μ g)`` (≈ 2·10⁻⁵ s), or
 with a larger ``ε``.
 
-**Implicit terms** (``dt`` given, for the linearly implicit Euler step of the shared
-simulation contract): with ``K = k' n nᵀ``, ``C = c' n nᵀ + (μ f_n / s)(I − n nᵀ)``,
+**Implicit terms** (``dt`` given, for the linearly implicit Euler step of
+:mod:`sodyn.simulate.stepping`): with ``K = k' n nᵀ``, ``C = c' n nᵀ + (μ f_n / s)(I − n nᵀ)``,
 ``k' = ∂f_n/∂δ`` (clipped at 0), ``c' = ∂f_n/∂δ̇``, ``s = sqrt(|v_t|² + ε²)``,
 
     f_expl = f − dt K ṗ,     K_eff = dt C + dt² K,
@@ -388,7 +388,7 @@ def point_forces(contact: GroundContact, normal: jax.Array, distance: jax.Array,
 
 
 class ContactTerms(NamedTuple):
-    """What :func:`contact_terms` returns (the shared simulation contract).
+    """What :func:`contact_terms` returns.
 
     ``f_ext (n_bodies, 6)``: body-frame wrenches ``[n; f]`` about each body origin;
     ``added_inertia (n_bodies, 6, 6)`` or ``None``: the ``B_k`` of the implicit step;
