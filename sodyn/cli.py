@@ -1,35 +1,298 @@
-"""Command line: ``sodyn simulate`` runs a batched Monte Carlo rollout of a built-in model (or a
-URDF/MJCF file) and reports energy behaviour and speed; ``sodyn info`` describes a model."""
+"""The ``sodyn`` command line (also ``python -m sodyn``).
+
+``sodyn simulate [MODEL]`` runs a batched Monte Carlo simulation (:func:`sodyn.monte_carlo`) of a
+built-in model or a URDF/MJCF file and prints a summary; ``sodyn info [MODEL]`` describes a model.
+
+Every bad argument or file gets one line on stderr and exit status 2, checked before any
+simulation starts; an unexpected failure gets one line and exit status 1 (``SODYN_TRACEBACK=1``
+shows the traceback).
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import sys
 import time
+from collections.abc import Sequence
 
 BUILTINS = ("pendulum_chain", "double_pendulum", "cart_pole", "cdi_satellite", "humanoid_like")
+DEFAULT_MODEL = "pendulum_chain"
+#: ``--contact`` on a model without collision geoms puts points at frames whose name matches this.
+FOOT_PATTERN = re.compile(r"foot|feet|toe|sole", re.IGNORECASE)
+#: Height of the lowest point above the ground at the start (m), see :func:`sodyn.home_state`.
+CLEARANCE = 0.02
+PLOT_FORMATS = (".png", ".pdf", ".svg", ".jpg", ".jpeg")
+
+
+class CliError(Exception):
+    """A bad argument or file: reported as one line on stderr, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (``prog: error: message``) and defaults in the help."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", argparse.ArgumentDefaultsHelpFormatter)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+# ---------------------------------------------------------------------------
+# argument types (checked while parsing, before JAX starts)
+# ---------------------------------------------------------------------------
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+    return value
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not (value > 0 and value < float("inf")):
+        raise argparse.ArgumentTypeError(f"must be a positive finite number, got {text}")
+    return value
+
+
+def _non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a non-negative number, got {text!r}") from None
+    if not (value >= 0 and value < float("inf")):
+        raise argparse.ArgumentTypeError(f"must be a non-negative finite number, got {text}")
+    return value
+
+
+def _fraction(text: str) -> float:
+    value = _non_negative_float(text)
+    if value >= 1:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {text}")
+    return value
+
+
+# ---------------------------------------------------------------------------
+# models and output paths
+# ---------------------------------------------------------------------------
+
+
+def _check_model_spec(spec: str) -> None:
+    if spec in BUILTINS:
+        return
+    if spec.endswith((".urdf", ".xml")):
+        if not os.path.isfile(spec):
+            raise CliError(f"model file {spec!r} not found")
+        if not os.access(spec, os.R_OK):
+            raise CliError(f"model file {spec!r} is not readable")
+        return
+    raise CliError(f"unknown model {spec!r}: use one of {', '.join(BUILTINS)}, a .urdf or an MJCF .xml file")
 
 
 def _load(spec: str, floating_base: bool):
+    """The model ``spec`` names (a built-in, a URDF or an MJCF file); file errors as :class:`CliError`."""
+    _check_model_spec(spec)
     import sodyn as sd
     from sodyn import models
 
     if spec in BUILTINS:
         return getattr(models, spec)()
-    if spec.endswith(".urdf"):
-        return sd.load_urdf(spec, floating_base=floating_base)
-    if spec.endswith(".xml"):
+    try:
+        if spec.endswith(".urdf"):
+            return sd.load_urdf(spec, floating_base=floating_base)
         return sd.load_mjcf(spec)
-    raise SystemExit(f"sodyn: unknown model {spec!r}: use one of {', '.join(BUILTINS)}, a .urdf or an MJCF .xml file")
+    except ImportError as e:
+        raise CliError(f"cannot load {spec!r}: {e}") from None
+    except (ValueError, TypeError, KeyError, OSError, SyntaxError) as e:  # malformed files
+        message = " ".join(str(e).split()) or type(e).__name__
+        raise CliError(f"cannot load {spec!r}: {message}") from None
+
+
+def _check_writable(path: str | None, option: str, suffixes: tuple[str, ...]) -> None:
+    """That ``path`` can be written (by opening it), before the run: a :class:`CliError` otherwise."""
+    if path is None:
+        return
+    if not path.lower().endswith(suffixes):
+        raise CliError(f"{option} {path!r}: the file name must end with {' or '.join(suffixes)}")
+    if os.path.isdir(path):
+        raise CliError(f"{option} {path!r} is a directory")
+    directory = os.path.dirname(path) or "."
+    if not os.path.isdir(directory):
+        raise CliError(f"{option} {path!r}: directory {directory!r} does not exist")
+    existed = os.path.exists(path)
+    try:
+        with open(path, "ab"):
+            pass
+    except OSError as e:
+        raise CliError(f"{option} {path!r} is not writable: {e.strerror or e}") from None
+    if not existed:
+        os.remove(path)
+
+
+def _floating(model) -> bool:
+    return any(model.joint_types[k] == "free" and int(model.parent[k]) < 0 for k in range(model.n_bodies))
+
+
+def contact_for(model, clearance: float = CLEARANCE):
+    """The ground contact ``sodyn simulate --contact`` uses, and its rule as words.
+
+    1. the model's sphere, capsule and box geoms on bodies (:meth:`GroundContact.from_model`);
+    2. else the frames whose name contains ``foot``, ``feet``, ``toe`` or ``sole`` (any case);
+    3. else the leaf bodies (bodies without children): every frame on them away from their
+       origin (e.g. ``tip``), or their origin when they have none.
+
+    The plane is the model's world plane geom, else ``z = 0``; for a fixed-base model whose
+    points start below it (e.g. a chain hanging from the origin) it is lowered to ``clearance``
+    below the lowest point of the neutral configuration.
+    """
+    import numpy as np
+
+    import sodyn as sd
+
+    g = model.geoms
+    if any(g.type[i] in ("sphere", "capsule", "box") and g.body[i] >= 0 for i in range(len(g))):
+        contact, rule = sd.GroundContact.from_model(model), "collision geoms"
+    else:
+        parent, fp = np.asarray(model.parent), np.asarray(model.frame_translation, np.float64)
+        frames = [f for f, name in enumerate(model.frame_names)
+                  if FOOT_PATTERN.search(name) and model.frame_body[f] >= 0]
+        rule = "frames named like feet"
+        if not frames:
+            rule = "leaf bodies"
+            for k in (k for k in range(model.n_bodies) if not np.any(parent == k)):
+                on = [f for f, b in enumerate(model.frame_body) if b == k]
+                frames += [f for f in on if np.linalg.norm(fp[f]) > 1e-9] or on[:1]
+        unique = {}  # one point per place: frames of a link and of its joint often coincide
+        for f in frames:
+            unique.setdefault((model.frame_body[f], *np.round(fp[f], 9)), f)
+        if not unique:
+            raise CliError(f"--contact: model {model.name!r} has no collision geoms, no frames named like feet "
+                           "and no frames on its leaf bodies")
+        contact = sd.GroundContact.at_frames(model, sorted(unique.values()))
+    if not _floating(model):
+        fk = sd.forward_kinematics(model, model.q_neutral)
+        body = np.asarray(contact.body)
+        centres = (np.asarray(fk.body.translation)[body]
+                   + np.einsum("nij,nj->ni", np.asarray(fk.body.rotation)[body], np.asarray(contact.position)))
+        n = np.asarray(contact.normal)
+        lowest = float(np.min(centres @ n - np.asarray(contact.radius)))
+        if lowest < float(contact.height):
+            import equinox as eqx
+            import jax.numpy as jnp
+
+            contact = eqx.tree_at(lambda c: c.height, contact, jnp.asarray(lowest - clearance, contact.height.dtype))
+            rule += f", plane lowered to {lowest - clearance:.3g} m"
+    return contact, rule
+
+
+# ---------------------------------------------------------------------------
+# simulate
+# ---------------------------------------------------------------------------
+
+
+class _CompileClock:
+    """Wall time JAX spends tracing, lowering and compiling (the union of its monitoring spans)."""
+
+    EVENTS = ("/jax/core/compile/jaxpr_trace_duration", "/jax/core/compile/jaxpr_to_mlir_module_duration",
+              "/jax/core/compile/backend_compile_duration")
+
+    def __init__(self):
+        self.spans: list[tuple[float, float]] = []
+
+    def __call__(self, event, start, end, **_):
+        if event in self.EVENTS:
+            self.spans.append((start, end))
+
+    def __enter__(self):
+        import jax
+
+        jax.monitoring.register_event_time_span_listener(self)
+        return self
+
+    def __exit__(self, *exc):
+        import jax
+
+        jax.monitoring.unregister_event_time_span_listener(self)
+
+    def seconds(self) -> float:
+        total, reach = 0.0, float("-inf")
+        for start, end in sorted(self.spans):
+            if end > reach:
+                total += end - max(start, reach)
+                reach = end
+        return total
+
+
+def _summary(per_step_energy: bool):
+    """The per-sample summary: ``final_q``, ``finite``, ``energy_end`` ``E(T)``, ``energy_drift =
+    |E(T) − E(dt)| / max(|E(dt)|, 1 J)`` (``E`` kinetic + gravitational potential energy after
+    each step), for a floating base ``base_height`` per step, and with ``per_step_energy``
+    (for ``--plot``) ``energy`` per step (:func:`sodyn.simulate.monte_carlo.default_summary`)."""
+    import jax.numpy as jnp
+
+    from sodyn.algorithms.kinematics import kinetic_energy, potential_energy
+    from sodyn.simulate.monte_carlo import default_summary
+
+    def summary(rollout, model):
+        q, v = rollout.states.q, rollout.states.v
+        if per_step_energy:
+            out = default_summary(rollout, model)
+            first, last = out["energy"][0], out["energy"][-1]
+        else:
+            out = {"final_q": q[-1], "finite": jnp.all(jnp.isfinite(q)) & jnp.all(jnp.isfinite(v))}
+            if _floating(model):
+                out["base_height"] = default_summary(rollout, model)["base_height"]  # the rest is dead code
+            first, last = (kinetic_energy(model, q[i], v[i]) + potential_energy(model, q[i]) for i in (0, -1))
+        out["energy_end"] = last
+        out["energy_drift"] = jnp.abs(last - first) / jnp.maximum(jnp.abs(first), 1.0)
+        return out
+
+    return summary
+
+
+def _check_simulate_args(args) -> None:
+    _check_model_spec(args.model)
+    _check_writable(args.out, "--out", (".npz",))
+    _check_writable(args.plot, "--plot", PLOT_FORMATS)
+    _check_writable(args.gif, "--gif", (".gif",))
+    if args.plot or args.gif:
+        try:
+            import matplotlib  # noqa: F401
+            import PIL  # noqa: F401
+        except ImportError as e:
+            raise CliError(f"--plot and --gif need matplotlib and Pillow ({e}); pip install matplotlib") from None
 
 
 def _simulate(args) -> int:
+    _check_simulate_args(args)
     import jax
-    import jax.numpy as jnp
-    import numpy as np
 
     if args.float64:
         jax.config.update("jax_enable_x64", True)
+    import jax.numpy as jnp
+    import numpy as np
+
     import sodyn as sd
 
     try:
@@ -37,69 +300,279 @@ def _simulate(args) -> int:
     except RuntimeError:  # called from a process where JAX already runs: keep its devices
         cores = len(jax.local_devices())
 
-    model = _load(args.model, args.floating_base)
     dtype = jnp.float64 if args.float64 else jnp.float32
-    model = model.astype(dtype)
-    keys = jax.random.split(jax.random.PRNGKey(args.seed), args.batch)
-    q0 = jax.vmap(lambda k: sd.random_configuration(model, k, scale=0.5))(keys)
-    v0 = 0.1 * jax.random.normal(jax.random.PRNGKey(args.seed + 1), (args.batch, model.nv), dtype)
+    model = _load(args.model, args.floating_base).astype(dtype)
+    contact, rule = contact_for(model) if args.contact else (None, "")
+    spec = {}
+    if args.randomize > 0:
+        scale = sd.simulate.uniform_scale(1.0 - args.randomize, 1.0 + args.randomize)
+        spec[("model.mass", "model.inertia")] = scale
+        if contact is not None:
+            spec["contact.friction"] = scale
+    dist = sd.simulate.ParameterDistribution(spec) if spec else None
+    points = None if contact is None else (contact.body, contact.position)
+    radius = 0.0 if contact is None else float(np.max(np.asarray(contact.radius)))
+    sampler = sd.simulate.home_sampler(noise=args.noise, velocity_noise=args.velocity_noise, points=points,
+                                       clearance=CLEARANCE + radius)
+    kwargs = {"integrator": args.integrator}
+    if contact is not None:
+        kwargs["contact"] = contact
+    key = jax.random.PRNGKey(args.seed)
 
-    def energy(q, v):
-        return sd.kinetic_energy(model, q, v) + sd.potential_energy(model, q)
+    with _CompileClock() as clock:
+        t0 = time.perf_counter()
+        result = sd.monte_carlo(model, dist, sampler, None, args.dt, args.steps, args.batch, key, keep="final",
+                                summary=_summary(bool(args.plot)), **kwargs)
+        total_s = time.perf_counter() - t0
+    compile_s = min(clock.seconds(), total_s)
+    run_s = total_s - compile_s
 
-    def run(q0, v0):
-        traj = sd.rollout(model, sd.State.initial(model, q0, v0), None, args.dt, args.steps,
-                          integrator=args.integrator)
-        end = jax.tree_util.tree_map(lambda x: x[-1], traj.states)
-        return end.q, energy(q0, v0), energy(end.q, end.v)
-
-    fn = sd.jit(sd.batch(run))
-    t0 = time.perf_counter()
-    jax.block_until_ready(fn(q0, v0))
-    compile_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    q_end, e0, e1 = jax.block_until_ready(fn(q0, v0))
-    run_s = time.perf_counter() - t0
-    drift = np.abs(np.asarray(e1) - np.asarray(e0)) / np.maximum(np.abs(np.asarray(e0)), 1.0)
+    drift = result.values["energy_drift"]
+    ok = result.finite
+    n_ok = int(np.sum(ok))
     steps = args.batch * args.steps
+    what = [np.dtype(dtype).name, args.integrator, "unactuated",
+            "gravity on" if np.any(np.asarray(model.gravity) != 0) else "no gravity",
+            f"ground contact at {len(contact)} points ({rule})" if contact is not None else "no contact"]
+    if args.randomize > 0:
+        what.append(f"mass, inertia{', friction' if contact is not None else ''} x U(1 ± {args.randomize:g})")
     print(f"model        {model!r}")
-    print(f"rollout      batch {args.batch} x {args.steps} steps of {args.dt} s "
-          f"({np.dtype(dtype).name}, unactuated, gravity on), {cores} CPU core(s)")
+    print(f"samples      {args.batch} x {args.steps} steps of {args.dt:g} s ({', '.join(what)}), "
+          f"{cores} CPU core(s)")
     print(f"compile      {compile_s:.2f} s")
-    print(f"run          {run_s:.3f} s  = {run_s / steps * 1e6:.2f} us per forward-dynamics step and sample")
-    print(f"energy drift median {np.median(drift):.2e}, max {np.max(drift):.2e} (relative, {args.integrator})")
-    print(f"finite       {bool(np.all(np.isfinite(np.asarray(q_end))))}")
+    print(f"run          {run_s:.3f} s  = {run_s / steps * 1e6:.2f} us per step and sample")
+    if n_ok:
+        print(f"energy drift median {np.median(drift[ok]):.2e}, max {np.max(drift[ok]):.2e} "
+              "(|E(T) - E(dt)| / max(|E(dt)|, 1 J))")
+    print(f"finite       {n_ok}/{args.batch} samples")
+    print()
+    print(f"{'at the end':18s} {'mean':>11s} {'std':>11s} {'min':>11s} {'max':>11s}")
+    rows = [("energy [J]", "energy_end", None), ("energy drift", "energy_drift", None),
+            ("base height [m]", "base_height", -1)]
+    for label, name, index in rows:
+        if name in result.stats:
+            s = result.stats[name]
+            cells = [np.asarray(getattr(s, f)) for f in ("mean", "std", "min", "max")]
+            cells = [c[index] if index is not None else c for c in cells]
+            print(f"{label:18s} " + " ".join(f"{float(c):11.4g}" for c in cells))
+    sys.stdout.flush()
+
+    if args.out:
+        _save(args, model, result, rule)
+        print(f"wrote        {args.out}")
+    if args.plot:
+        _plot(args, model, result, contact)
+        print(f"wrote        {args.plot}")
+    if args.gif:
+        _gif(args, model, result, dist, sampler, kwargs, contact)
+        print(f"wrote        {args.gif}")
     return 0
+
+
+def _save(args, model, result, rule: str) -> None:
+    import numpy as np
+
+    data = {
+        "model": np.asarray(model.name), "dt": np.asarray(args.dt), "steps": np.asarray(args.steps),
+        "batch": np.asarray(args.batch), "seed": np.asarray(args.seed), "integrator": np.asarray(args.integrator),
+        "contact": np.asarray(rule), "randomize": np.asarray(args.randomize),
+        "finite": result.finite,
+        "initial_q": result.initial.q, "initial_v": result.initial.v,
+        "final_q": result.final.q, "final_v": result.final.v,
+    }
+    for name, s in result.stats.items():
+        for field in ("mean", "std", "min", "max"):
+            data[f"{name}_{field}"] = np.asarray(getattr(s, field))
+    for name, x in result.values.items():
+        data.setdefault(name, x)
+    for path, x in result.params.items():
+        data[f"param_{path}"] = x
+    np.savez_compressed(args.out, **data)
+
+
+def _plot(args, model, result, contact) -> None:
+    import numpy as np
+
+    from sodyn import viewer
+
+    Figure, FigureCanvasAgg, _ = viewer._mpl()
+    bands = [("energy", "energy [J]")] + ([("base_height", "base height [m]")] if "base_height" in result.stats else [])
+    fig = Figure(figsize=(5.0 * (len(bands) + 1), 4.5), dpi=100)
+    FigureCanvasAgg(fig)
+    t = args.dt * np.arange(1, args.steps + 1)
+    for j, (name, label) in enumerate(bands):
+        ax = fig.add_subplot(1, len(bands) + 1, j + 1)
+        s = result.stats[name]
+        ax.fill_between(t, s.min, s.max, color="tab:blue", alpha=0.2, linewidth=0, label="min - max")
+        ax.fill_between(t, s.mean - s.std, s.mean + s.std, color="tab:blue", alpha=0.4, linewidth=0,
+                        label="mean ± std")
+        ax.plot(t, s.mean, color="tab:blue", label="mean")
+        ax.set_xlabel("t [s]")
+        ax.set_ylabel(label)
+        ax.set_title(f"{label.split(' [')[0]} over {s.count} finite samples")
+        ax.legend(loc="best", fontsize="small")
+    ax = fig.add_subplot(1, len(bands) + 1, len(bands) + 1, projection="3d")
+    q = np.asarray(result.final.q[0])
+    if np.all(np.isfinite(q)):
+        viewer.draw_pose(model, q, ax, contact=contact, ground=contact is not None or _floating(model),
+                         title=f"sample 0 at t = {args.dt * args.steps:g} s")
+    fig.tight_layout()
+    fig.savefig(args.plot)
+
+
+def _gif(args, model, result, dist, sampler, kwargs, contact) -> None:
+    """Sample 0 recomputed alone from its keys (``sodyn.simulate.monte_carlo``'s module doc) and animated."""
+    import jax
+    import numpy as np
+
+    import sodyn as sd
+    from sodyn import viewer
+
+    nominal = {"model": model, **({"contact": contact} if contact is not None else {})}
+
+    @jax.jit
+    def sample_zero(pk, sk):
+        sample = dist(pk, nominal) if dist is not None else nominal
+        state = sampler(sk, sample["model"])
+        rest = {k: v for k, v in kwargs.items() if k != "contact"}
+        ro = sd.rollout(sample["model"], state, None, args.dt, args.steps, contact=sample.get("contact"), **rest)
+        return state.q, ro.states.q, sample.get("contact")
+
+    q0, qs, sample_contact = sample_zero(result.param_keys[0], result.state_keys[0])
+    qs = np.concatenate([np.asarray(q0)[None], np.asarray(qs)])
+    finite = np.all(np.isfinite(qs), axis=1)
+    qs = qs[: int(np.argmin(finite)) if not np.all(finite) else len(qs)]
+    if len(qs) == 0:
+        raise CliError("--gif: sample 0 is not finite at the start")
+    viewer.animate(model, qs, args.gif, dt=args.dt, contact=sample_contact,
+                   ground=contact is not None or _floating(model), title=model.name)
+
+
+# ---------------------------------------------------------------------------
+# info
+# ---------------------------------------------------------------------------
 
 
 def _info(args) -> int:
+    import numpy as np
+
     model = _load(args.model, args.floating_base)
+    mass = np.asarray(model.mass, np.float64)
+    parent = np.asarray(model.parent)
     print(repr(model))
-    for k, (name, jt) in enumerate(zip(model.joint_names, model.joint_types)):
-        print(f"  body {k:3d} {model.body_names[k]:30s} joint {name:30s} {jt:10s} "
-              f"q[{model.joint_q_slice(k).start}:{model.joint_q_slice(k).stop}] parent {int(model.parent[k])}")
-    print(f"  frames: {len(model.frame_names)}")
+    gravity = ", ".join(f"{x:g}" for x in np.asarray(model.gravity, np.float64))
+    print(f"total mass {mass.sum():.4g} kg, gravity ({gravity}) m/s^2, {len(model.geoms)} geoms, "
+          f"{len(model.actuators.names) if hasattr(model.actuators, 'names') else 0} actuators")
+    print(f"bodies and joints ({model.n_bodies}):")
+    width = max(len(n) for n in (*model.body_names, *model.joint_names, "world"))
+    print(f"  {'#':>3s}  {'body':{width}s}  {'parent':{width}s}  {'joint':{width}s}  {'type':9s}  "
+          f"{'q':>7s}  {'v':>7s}  {'mass [kg]':>10s}")
+    for k in range(model.n_bodies):
+        qs, vs = model.joint_q_slice(k), model.joint_v_slice(k)
+        p = model.body_names[parent[k]] if parent[k] >= 0 else "world"
+        q_text = f"{qs.start}:{qs.stop}" if qs.stop > qs.start else "-"
+        v_text = f"{vs.start}:{vs.stop}" if vs.stop > vs.start else "-"
+        print(f"  {k:3d}  {model.body_names[k]:{width}s}  {p:{width}s}  {model.joint_names[k]:{width}s}  "
+              f"{model.joint_types[k]:9s}  {q_text:>7s}  {v_text:>7s}  {mass[k]:10.4g}")
+    print(f"frames ({model.n_frames}):")
+    fwidth = max((len(n) for n in model.frame_names), default=5)
+    translation = np.asarray(model.frame_translation, np.float64)
+    for f, name in enumerate(model.frame_names):
+        b = model.frame_body[f]
+        on = model.body_names[b] if b >= 0 else "world"
+        xyz = ", ".join(f"{x:.4g}" for x in translation[f])
+        print(f"  {f:3d}  {name:{fwidth}s}  on {on:{width}s}  at ({xyz})")
+    print(f"q layout: nq = {model.nq}, v layout: nv = {model.nv}")
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="sodyn", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-    sim = sub.add_parser("simulate", help="batched Monte Carlo rollout")
-    sim.add_argument("--model", default="pendulum_chain", help=f"{', '.join(BUILTINS)}, or a .urdf/.xml path")
+# ---------------------------------------------------------------------------
+# main
+# ---------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="sodyn", description=__doc__.split("\n\n")[1])
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{simulate,info}")
+    model_help = f"a built-in model ({', '.join(BUILTINS)}), a .urdf file or an MJCF .xml file"
+
+    sim = sub.add_parser("simulate", help="batched Monte Carlo simulation with a summary",
+                         description="Batched Monte Carlo simulation (sodyn.monte_carlo) of random initial states "
+                                     "near the home configuration (floating bases above the ground), unactuated, "
+                                     "with a progress bar and a summary.")
+    sim.add_argument("model", nargs="?", default=DEFAULT_MODEL, metavar="MODEL", help=model_help)
     sim.add_argument("--floating-base", action="store_true", help="URDF: add a free joint at the root")
-    sim.add_argument("--batch", type=int, default=1024)
-    sim.add_argument("--steps", type=int, default=500)
-    sim.add_argument("--dt", type=float, default=1e-3)
-    sim.add_argument("--seed", type=int, default=0)
-    sim.add_argument("--float64", action="store_true")
-    sim.add_argument("--integrator", default="implicit", choices=("implicit", "semi_implicit", "rk4"))
-    sim.add_argument("--cores", type=int, default=0, help="CPU cores to split the batch over (default: all)")
-    info = sub.add_parser("info", help="describe a model")
-    info.add_argument("model")
-    info.add_argument("--floating-base", action="store_true")
-    args = parser.parse_args(argv)
-    return _simulate(args) if args.command == "simulate" else _info(args)
+    sim.add_argument("--batch", type=_positive_int, default=1024, help="number of samples")
+    sim.add_argument("--steps", type=_positive_int, default=500, help="time steps per sample")
+    sim.add_argument("--dt", type=_positive_float, default=1e-3, help="time step [s]")
+    sim.add_argument("--integrator", default="implicit", choices=("implicit", "semi_implicit", "rk4"),
+                     help="time stepper")
+    sim.add_argument("--contact", action="store_true",
+                     help="ground contact: the model's sphere/capsule/box geoms, else frames named like feet "
+                          "(foot, feet, toe, sole), else the leaf bodies' tip frames; plane z = 0 (lowered under "
+                          "a hanging fixed-base model)")
+    sim.add_argument("--randomize", type=_fraction, default=0.0, metavar="FRACTION",
+                     help="scale each body's mass and inertia (and each contact point's friction) by U(1 - "
+                          "FRACTION, 1 + FRACTION); 0: nominal parameters")
+    sim.add_argument("--noise", type=_non_negative_float, default=0.3,
+                     help="initial joint angle noise (std, rad or m) about the home configuration")
+    sim.add_argument("--velocity-noise", type=_non_negative_float, default=0.1,
+                     help="initial joint velocity noise (std)")
+    sim.add_argument("--seed", type=int, default=0, help="random seed")
+    sim.add_argument("--float64", action="store_true", help="simulate in float64 (default float32)")
+    sim.add_argument("--cores", type=_count, default=0, help="CPU cores to split the batch over (0: all)")
+    sim.add_argument("--out", metavar="FILE.npz", help="save the summary, the sampled parameters and the initial "
+                                                       "and final states to this .npz file")
+    sim.add_argument("--plot", metavar="FILE.png", help="save energy (and base height) bands over time and the "
+                                                        "final pose of sample 0 to this image")
+    sim.add_argument("--gif", metavar="FILE.gif", help="save an animation of sample 0 (simulated again alone) "
+                                                       "to this GIF")
+
+    info = sub.add_parser("info", help="describe a model: bodies, joints, frames, masses, q/v layout",
+                          description="Describe a model: bodies, joints, frames, masses and the q/v layout.")
+    info.add_argument("model", nargs="?", default=DEFAULT_MODEL, metavar="MODEL", help=model_help)
+    info.add_argument("--floating-base", action="store_true", help="URDF: add a free joint at the root")
+    return parser
+
+
+def _quiet_stdout() -> None:
+    """After a closed pipe (``sodyn info | head -1``): send the rest of stdout to /dev/null so the
+    interpreter's final flush does not complain."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout without a file descriptor (e.g. captured)
+        pass
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status (0 ok, 1 failure, 2 bad argument or file)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # --help (0) or a bad argument (2), already reported
+        return int(e.code or 0)
+    prog = f"sodyn {args.command}"
+    try:
+        status = _simulate(args) if args.command == "simulate" else _info(args)
+        sys.stdout.flush()
+        return status
+    except CliError as e:
+        print(f"{prog}: error: {e}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        _quiet_stdout()
+        return 0
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # noqa: BLE001 - one line, never a traceback (unless asked for)
+        if os.environ.get("SODYN_TRACEBACK"):
+            raise
+        message = " ".join(str(e).split()) or "(no message)"
+        print(f"{prog}: failed: {type(e).__name__}: {message} (SODYN_TRACEBACK=1 shows the traceback)",
+              file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

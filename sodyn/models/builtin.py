@@ -82,8 +82,8 @@ def alexiou_chain(mass: float = 1.0, length: float = 1.0) -> Model:
 
 
 def humanoid_like(floating_base: bool = True) -> Model:
-    """A 27-dof humanoid-like tree: free pelvis, a 3-dof spherical-like torso chain, two
-    6-dof legs, two 4-dof arms and a 2-dof head (hinges only below the pelvis)."""
+    """A 29-dof humanoid-like tree: a free pelvis (6 dof), a 1-dof torso hinge, two 6-dof legs,
+    two 4-dof arms on the torso and a 2-dof head on it (every joint but the pelvis's a hinge)."""
     b = ModelBuilder(name="humanoid_like")
     b.add_body("pelvis", None, JointSpec.free() if floating_base else JointSpec.fixed(), mass=8.0,
                inertia=np.diag([0.1, 0.08, 0.1]), joint_name="root")
