@@ -126,7 +126,7 @@ def _load(spec: str, floating_base: bool):
         raise CliError(f"cannot load {spec!r}: {e}") from None
     except (ValueError, TypeError, KeyError, OSError, SyntaxError) as e:  # malformed files
         message = " ".join(str(e).split()) or type(e).__name__
-        raise CliError(f"cannot load {spec!r}: {message}") from None
+        raise CliError(message if spec in message else f"cannot load {spec!r}: {message}") from None
 
 
 def _check_writable(path: str | None, option: str, suffixes: tuple[str, ...]) -> None:

@@ -6,7 +6,7 @@ the Agg canvas (PNG files, GIF animations).
   frame on it, the body and frame origins, the contact points of a
   :class:`~sodyn.simulate.GroundContact`, and its ground plane;
 * :func:`animate` saves a trajectory ``(T, nq)`` as a GIF (``matplotlib.animation.PillowWriter``),
-  a subsampled set of frames in simulated time (real time at ``fps`` when ``dt`` is given).
+  subsampled to a few dozen frames to keep the file small.
 
 World poses come from :func:`sodyn.forward_kinematics` (Jain Alg. 3.1).  The 3D axes have equal
 scales, so lengths and angles look as they are.  matplotlib is an optional dependency (in the
@@ -185,38 +185,41 @@ def draw_pose(model: Model, q, ax=None, *, frames: bool = True, contact=None, gr
     return ax
 
 
-def frame_indices(n: int, *, fps: float, dt: float | None, max_frames: int) -> np.ndarray:
-    """Which of ``n`` trajectory samples :func:`animate` shows: every ``1/(fps dt)``-th (real
-    time) when ``dt`` is given, thinned further to at most ``max_frames``; the last is always
-    included."""
+def frame_indices(n: int, *, max_frames: int, fps: float = 30.0, dt: float | None = None) -> np.ndarray:
+    """Which of ``n`` trajectory samples :func:`animate` shows: with a step ``dt``, every
+    ``round(1/(fps dt))``-th (real time at ``fps``), else every one; thinned further to at most
+    ``max_frames`` (evenly).  The last is always included."""
     stride = max(1, round(1.0 / (fps * dt))) if dt is not None else 1
     stride = max(stride, math.ceil(n / max_frames))
     idx = np.arange(0, n, stride)
     return idx if idx[-1] == n - 1 else np.append(idx, n - 1)
 
 
-def animate(model: Model, qs, path: str, *, fps: int = 30, dt: float | None = None, contact=None,
-            frames: bool = True, ground: bool = True, max_frames: int = MAX_FRAMES,
+def animate(model: Model, qs, path: str, *, fps: int = 30, dt: float | None = None, realtime: bool = False,
+            contact=None, frames: bool = True, ground: bool = True, max_frames: int = MAX_FRAMES,
             figsize: Sequence[float] = (3.6, 3.6), dpi: int = 72, title: str | None = None) -> str:
     """Save the trajectory ``qs (T, nq)`` as a GIF at ``path`` and return ``path``.
 
-    Shows at most ``max_frames`` poses (:func:`frame_indices`: real time at ``fps`` when the
-    step ``dt`` is given) drawn as :func:`draw_pose` does, on fixed axes holding the whole
-    trajectory, with the simulated time in the title.  Written by
+    Shows at most ``max_frames`` poses, evenly spaced (slow motion for a short trajectory), or
+    with ``realtime=True`` one every ``1/fps`` seconds of simulated time (:func:`frame_indices`),
+    drawn as :func:`draw_pose` does on fixed axes holding the whole trajectory, titled with the
+    time ``i · dt`` of row ``i`` when the step ``dt`` is given (row 0 at ``t = 0``).  Written by
     ``matplotlib.animation.PillowWriter`` through the Agg canvas.
 
     **Raises** ``ValueError`` for ``qs`` of the wrong shape or with non-finite entries, or a
-    non-positive ``fps``, ``dt`` or ``max_frames``.
+    non-positive ``fps``, ``dt`` or ``max_frames``, or ``realtime`` without ``dt``.
     """
     qs = _check_qs(model, qs, "qs")
     if not fps > 0:
         raise ValueError(f"fps must be positive, got {fps!r}")
     if dt is not None and not dt > 0:
         raise ValueError(f"dt must be positive or None, got {dt!r}")
+    if realtime and dt is None:
+        raise ValueError("realtime=True needs the step dt")
     if not (isinstance(max_frames, int) and max_frames >= 1):
         raise ValueError(f"max_frames must be a positive integer, got {max_frames!r}")
     _, _, PillowWriter = _mpl()
-    idx = frame_indices(qs.shape[0], fps=fps, dt=dt, max_frames=max_frames)
+    idx = frame_indices(qs.shape[0], max_frames=max_frames, fps=fps, dt=dt if realtime else None)
     body_r, body_p, frame_p = _poses(model, qs[idx])
     plane = _plane(contact)
     points = [body_p.reshape(-1, 3), frame_p.reshape(-1, 3), np.zeros((1, 3))]

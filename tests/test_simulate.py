@@ -16,7 +16,6 @@ from robots import robots_dir
 
 import sodyn as sd
 from sodyn import spatial
-from sodyn.cli import main
 from sodyn.simulate import JointForces, State, motors, position_servos, rollout, step, step_and_forces
 
 jax.config.update("jax_enable_x64", True)
@@ -342,13 +341,3 @@ def test_bad_input_gets_clear_errors():
         motors(model, ["nope"])
     with pytest.raises(ValueError, match="JointForces.limit_stiffness must be a scalar"):
         JointForces(limit_stiffness=jnp.ones(2))
-
-
-def test_cli_simulate_and_info(capsys):
-    assert main(["simulate", "--model", "cart_pole", "--batch", "3", "--steps", "5", "--float64"]) == 0
-    out = capsys.readouterr().out
-    assert "finite       True" in out and "cart_pole" in out
-    assert main(["info", "double_pendulum"]) == 0
-    assert "joint2" in capsys.readouterr().out
-    with pytest.raises(SystemExit, match="unknown model"):
-        main(["info", "nope"])

@@ -1,0 +1,236 @@
+"""The ``sodyn`` command line (``sodyn.cli``) and the viewer it draws with (``sodyn.viewer``).
+
+End to end through ``python -m sodyn`` in a subprocess (the files it writes are read back), the
+error paths in process (each one line on stderr and exit status 2, before any simulation), the
+ground-contact rule of ``--contact``, ``info``, and a closed stdout pipe.
+"""
+
+import os
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import sodyn as sd
+from sodyn.cli import contact_for, main
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+HOPPER_URDF = """<robot name="hopper">
+  <link name="base"><inertial><mass value="2"/>
+    <inertia ixx="0.02" iyy="0.02" izz="0.02" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <link name="leg"><inertial><origin xyz="0 0 -0.25"/><mass value="1"/>
+    <inertia ixx="0.02" iyy="0.02" izz="0.001" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <link name="foot"/>
+  <joint name="hip" type="revolute"><parent link="base"/><child link="leg"/><axis xyz="0 1 0"/>
+    <limit lower="-1" upper="1" effort="10" velocity="10"/></joint>
+  <joint name="ankle" type="fixed"><parent link="leg"/><child link="foot"/><origin xyz="0 0 -0.5"/></joint>
+</robot>
+"""
+
+
+def run_sodyn(*args: str, **kwargs) -> subprocess.CompletedProcess:
+    """``python -m sodyn ARGS`` on this checkout."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    return subprocess.run([sys.executable, "-m", "sodyn", *args], capture_output=True, text=True, env=env,
+                          timeout=300, **kwargs)
+
+
+def one_line_error(err: str, status: int, *fragments: str) -> None:
+    assert status == 2, err
+    assert "Traceback" not in err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+
+
+@pytest.fixture(scope="module")
+def hopper(tmp_path_factory) -> pathlib.Path:
+    path = tmp_path_factory.mktemp("models") / "hopper.urdf"
+    path.write_text(HOPPER_URDF)
+    return path
+
+
+# ---------------------------------------------------------------------------
+# simulate
+# ---------------------------------------------------------------------------
+
+
+def test_simulate_end_to_end_prints_its_summary_and_writes_npz_png_and_gif(tmp_path):
+    out, plot, gif = tmp_path / "run.npz", tmp_path / "run.png", tmp_path / "run.gif"
+    proc = run_sodyn("simulate", "--batch", "4", "--steps", "20", "--out", str(out), "--plot", str(plot),
+                     "--gif", str(gif))
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    text = proc.stdout
+    assert "pendulum_chain_7" in text  # the default model
+    for label in ("compile ", "run ", "us per step and sample", "energy drift median", "energy [J]"):
+        assert label in text, text
+    assert "finite       4/4 samples" in text
+    assert "4/4" in proc.stderr  # the progress bar
+    for path in (out, plot, gif):
+        assert path.stat().st_size > 0, path
+
+    data = np.load(out)
+    assert data["final_q"].shape == (4, 7) and data["initial_v"].shape == (4, 7)
+    assert data["energy_drift"].shape == (4,) and np.all(data["finite"])
+    assert data["energy_mean"].shape == (20,)  # per-step energy, drawn by --plot
+    assert str(data["model"]) == "pendulum_chain_7" and int(data["steps"]) == 20
+
+    from PIL import Image
+
+    with Image.open(gif) as image:
+        assert image.format == "GIF" and image.n_frames == 21  # the initial state and every step
+    with Image.open(plot) as image:
+        assert image.format == "PNG"
+
+
+def test_simulate_with_contact_and_randomized_parameters(capsys, tmp_path):
+    out = tmp_path / "run.npz"
+    assert main(["simulate", "cart_pole", "--batch", "4", "--steps", "20", "--contact", "--randomize", "0.2",
+                 "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "ground contact at 1 points (leaf bodies)" in text and "x U(1 ± 0.2)" in text
+    assert "finite       4/4 samples" in text
+    data = np.load(out)
+    mass = data["param_model.mass"]
+    nominal = np.asarray(sd.models.cart_pole().mass)
+    assert mass.shape == (4, 2) and np.all(np.abs(mass / nominal - 1.0) <= 0.2 + 1e-6)
+    assert len(np.unique(mass[:, 0])) == 4  # each sample draws its own
+    friction = data["param_contact.friction"]
+    assert np.all((friction >= 0.8 - 1e-6) & (friction <= 1.2 + 1e-6))
+
+
+def test_contact_rule_geoms_then_feet_then_leaf_bodies(hopper):
+    b = sd.ModelBuilder(name="ball")
+    b.add_body("ball", None, sd.JointSpec.free(), mass=1.0, inertia=np.eye(3) * 0.004)
+    b.add_geom("shell", "ball", "sphere", (0.1, 0.0, 0.0))
+    contact, rule = contact_for(b.build())
+    assert rule == "collision geoms" and contact.names == ("shell",)
+
+    contact, rule = contact_for(sd.load_urdf(str(hopper), floating_base=True))
+    assert rule == "frames named like feet" and contact.names == ("foot",)
+    np.testing.assert_allclose(np.asarray(contact.position), [[0.0, 0.0, -0.5]])
+
+    contact, rule = contact_for(sd.models.humanoid_like())
+    assert rule == "leaf bodies" and float(contact.height) == 0.0
+    assert contact.names == ("left_leg_5", "right_leg_5", "left_arm_3", "right_arm_3", "head_1")
+
+    # a chain hanging from the origin: the plane goes 2 cm under its tip (2 m down at q = 0)
+    contact, rule = contact_for(sd.models.double_pendulum())
+    assert contact.names == ("tip",) and "plane lowered" in rule
+    np.testing.assert_allclose(float(contact.height), -2.02, rtol=1e-6)
+
+
+@pytest.mark.parametrize("argv, fragments", [
+    (["simulate", "missing.urdf"], ["model file 'missing.urdf' not found"]),
+    (["simulate", "no_such_model"], ["unknown model 'no_such_model'", "pendulum_chain"]),
+    (["simulate", "--batch", "0"], ["--batch", "positive integer"]),
+    (["simulate", "--batch", "many"], ["--batch", "'many'"]),
+    (["simulate", "--dt", "-0.001"], ["--dt", "positive"]),
+    (["simulate", "--dt", "0"], ["--dt", "positive"]),
+    (["simulate", "--dt", "nan"], ["--dt", "positive"]),
+    (["simulate", "--steps", "0"], ["--steps", "positive integer"]),
+    (["simulate", "--integrator", "euler"], ["--integrator", "'euler'"]),
+    (["simulate", "--randomize", "1.5"], ["--randomize", "[0, 1)"]),
+    (["simulate", "--out", "{missing}/run.npz"], ["--out", "does not exist"]),
+    (["simulate", "--plot", "{missing}/run.png"], ["--plot", "does not exist"]),
+    (["simulate", "--gif", "{missing}/run.gif"], ["--gif", "does not exist"]),
+    (["simulate", "--out", "{tmp}/run.txt"], ["--out", ".npz"]),
+    (["simulate", "--gif", "{tmp}/dir.gif"], ["--gif", "is a directory"]),
+    (["simulate", "{tmp}/broken.urdf"], ["broken.urdf", "malformed XML"]),
+    (["info", "no_such_model"], ["unknown model"]),
+    (["info", "missing.xml"], ["not found"]),
+    ([], ["required"]),
+])
+def test_bad_arguments_and_files_get_one_line_and_status_2(argv, fragments, tmp_path, capsys):
+    (tmp_path / "dir.gif").mkdir()
+    (tmp_path / "broken.urdf").write_text("<robot name='r'><link")
+    argv = [a.format(tmp=tmp_path, missing=tmp_path / "missing") for a in argv]
+    status = main(argv)
+    captured = capsys.readouterr()
+    one_line_error(captured.err, status, *fragments)
+    assert captured.out == ""
+    assert {p.name for p in tmp_path.iterdir()} == {"dir.gif", "broken.urdf"}  # nothing written
+
+
+def test_every_option_shows_its_default_in_the_help(capsys):
+    assert main(["simulate", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    for option, default in (("--batch", "1024"), ("--steps", "500"), ("--dt", "0.001"), ("--integrator", "implicit"),
+                            ("--randomize", "0.0"), ("--seed", "0"), ("--cores", "0"), ("--out", "None")):
+        assert option in text and f"(default: {default})" in text, option
+    assert "(default: pendulum_chain)" in text
+
+
+def test_a_bad_argument_in_a_real_process_is_one_line_with_status_2():
+    proc = run_sodyn("simulate", "--batch", "0")
+    one_line_error(proc.stderr, proc.returncode, "--batch")
+    assert proc.stdout == ""
+
+
+# ---------------------------------------------------------------------------
+# info
+# ---------------------------------------------------------------------------
+
+
+def test_info_lists_bodies_joints_frames_masses_and_layout(capsys, hopper):
+    assert main(["info"]) == 0  # the default model
+    text = capsys.readouterr().out
+    assert "pendulum_chain_7" in text and "frames (8):" in text and "tip" in text
+    assert "q layout: nq = 7, v layout: nv = 7" in text
+
+    assert main(["info", "humanoid_like"]) == 0
+    text = capsys.readouterr().out
+    assert "nv = 29" in text and "root" in text and "free" in text and "0:7" in text and "0:6" in text
+
+    assert main(["info", str(hopper), "--floating-base"]) == 0
+    text = capsys.readouterr().out
+    assert "total mass 3 kg" in text
+    foot = next(line for line in text.splitlines() if " foot " in line and "on leg" in line)
+    assert "(0, 0, -0.5)" in foot
+
+
+def test_info_into_a_closed_pipe_exits_quietly():
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.run(["bash", "-o", "pipefail", "-c",
+                           f"{sys.executable} -m sodyn info humanoid_like | head -1"],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("Model('humanoid_like'") and proc.stdout.count("\n") == 1
+    assert proc.stderr == ""
+
+    # the reader is gone before the first write: every write fails with EPIPE
+    child = subprocess.Popen([sys.executable, "-m", "sodyn", "info", "humanoid_like"], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, env=env)
+    child.stdout.close()
+    err = child.stderr.read().decode()
+    assert child.wait(timeout=300) == 0, err
+    assert err == ""
+
+
+# ---------------------------------------------------------------------------
+# viewer
+# ---------------------------------------------------------------------------
+
+
+def test_viewer_draws_links_frames_and_contact_points_and_checks_q():
+    from sodyn import viewer
+
+    model = sd.models.pendulum_chain(n=3)
+    contact, _ = contact_for(model)
+    ax = viewer.draw_pose(model, np.zeros(3), contact=contact)
+    assert len(ax.lines) == 1 + 2 + 1  # world -> link0 (of zero length), link0 -> link1 -> link2, link2 -> tip
+    tip = np.asarray(ax.lines[-1].get_data_3d())[:, 1]
+    np.testing.assert_allclose(tip, [0.0, 0.0, -0.9], atol=1e-6)
+    assert len(ax.collections) == 1 + 3  # ground, body origins, frame origin (tip), contact point
+    with pytest.raises(ValueError, match=r"shape \(T, 3\)"):
+        viewer.draw_pose(model, np.zeros(4))
+    with pytest.raises(ValueError, match="non-finite"):
+        viewer.draw_pose(model, np.array([0.0, np.nan, 0.0]))
+    np.testing.assert_array_equal(viewer.frame_indices(500, max_frames=60, fps=30, dt=1e-3),
+                                  np.append(np.arange(0, 500, 33), 499))  # real time
+    np.testing.assert_array_equal(viewer.frame_indices(500, max_frames=60), np.append(np.arange(0, 500, 9), 499))
