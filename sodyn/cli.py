@@ -336,17 +336,17 @@ def _simulate(args) -> int:
             f"ground contact at {len(contact)} points ({rule})" if contact is not None else "no contact"]
     if args.randomize > 0:
         what.append(f"mass, inertia{', friction' if contact is not None else ''} x U(1 ± {args.randomize:g})")
-    print(f"model        {model!r}")
-    print(f"samples      {args.batch} x {args.steps} steps of {args.dt:g} s ({', '.join(what)}), "
+    _say(f"model        {model!r}")
+    _say(f"samples      {args.batch} x {args.steps} steps of {args.dt:g} s ({', '.join(what)}), "
           f"{cores} CPU core(s)")
-    print(f"compile      {compile_s:.2f} s")
-    print(f"run          {run_s:.3f} s  = {run_s / steps * 1e6:.2f} us per step and sample")
+    _say(f"compile      {compile_s:.2f} s")
+    _say(f"run          {run_s:.3f} s  = {run_s / steps * 1e6:.2f} us per step and sample")
     if n_ok:
-        print(f"energy drift median {np.median(drift[ok]):.2e}, max {np.max(drift[ok]):.2e} "
+        _say(f"energy drift median {np.median(drift[ok]):.2e}, max {np.max(drift[ok]):.2e} "
               "(|E(T) - E(dt)| / max(|E(dt)|, 1 J))")
-    print(f"finite       {n_ok}/{args.batch} samples")
-    print()
-    print(f"{'at the end':18s} {'mean':>11s} {'std':>11s} {'min':>11s} {'max':>11s}")
+    _say(f"finite       {n_ok}/{args.batch} samples")
+    _say()
+    _say(f"{'at the end':18s} {'mean':>11s} {'std':>11s} {'min':>11s} {'max':>11s}")
     rows = [("energy [J]", "energy_end", None), ("energy drift", "energy_drift", None),
             ("base height [m]", "base_height", -1)]
     for label, name, index in rows:
@@ -354,18 +354,17 @@ def _simulate(args) -> int:
             s = result.stats[name]
             cells = [np.asarray(getattr(s, f)) for f in ("mean", "std", "min", "max")]
             cells = [c[index] if index is not None else c for c in cells]
-            print(f"{label:18s} " + " ".join(f"{float(c):11.4g}" for c in cells))
-    sys.stdout.flush()
+            _say(f"{label:18s} " + " ".join(f"{float(c):11.4g}" for c in cells))
 
     if args.out:
         _save(args, model, result, rule)
-        print(f"wrote        {args.out}")
+        _say(f"wrote        {args.out}")
     if args.plot:
         _plot(args, model, result, contact)
-        print(f"wrote        {args.plot}")
+        _say(f"wrote        {args.plot}")
     if args.gif:
         _gif(args, model, result, dist, sampler, kwargs, contact)
-        print(f"wrote        {args.gif}")
+        _say(f"wrote        {args.gif}")
     return 0
 
 
@@ -492,7 +491,9 @@ def _info(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="sodyn", description=__doc__.split("\n\n")[1])
+    parser = _Parser(prog="sodyn", description="sodyn simulate [MODEL]: a batched Monte Carlo simulation of a "
+                                               "built-in model or a URDF/MJCF file, with a summary; sodyn info "
+                                               "[MODEL]: a model's bodies, joints, frames and q/v layout.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="{simulate,info}")
     model_help = f"a built-in model ({', '.join(BUILTINS)}), a .urdf file or an MJCF .xml file"
 
@@ -519,8 +520,8 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--velocity-noise", type=_non_negative_float, default=0.1,
                      help="initial joint velocity noise (std)")
     sim.add_argument("--seed", type=int, default=0, help="random seed")
-    sim.add_argument("--float64", action="store_true", help="simulate in float64 (default float32)")
-    sim.add_argument("--cores", type=_count, default=0, help="CPU cores to split the batch over (0: all)")
+    sim.add_argument("--float64", action="store_true", help="simulate in float64 instead of float32")
+    sim.add_argument("--cores", type=_count, default=0, help="CPU cores to split the batch over; 0: all")
     sim.add_argument("--out", metavar="FILE.npz", help="save the summary, the sampled parameters and the initial "
                                                        "and final states to this .npz file")
     sim.add_argument("--plot", metavar="FILE.png", help="save energy (and base height) bands over time and the "
@@ -533,6 +534,15 @@ def build_parser() -> argparse.ArgumentParser:
     info.add_argument("model", nargs="?", default=DEFAULT_MODEL, metavar="MODEL", help=model_help)
     info.add_argument("--floating-base", action="store_true", help="URDF: add a free joint at the root")
     return parser
+
+
+def _say(text: str = "") -> None:
+    """``print`` to stdout that outlives a closed pipe (``sodyn simulate | head -3`` still writes
+    its ``--out``, ``--plot`` and ``--gif`` files)."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        _quiet_stdout()
 
 
 def _quiet_stdout() -> None:
