@@ -160,7 +160,9 @@ def contact_for(model, clearance: float = CLEARANCE):
     1. the model's sphere, capsule and box geoms on bodies (:meth:`GroundContact.from_model`);
     2. else the frames whose name contains ``foot``, ``feet``, ``toe`` or ``sole`` (any case);
     3. else the leaf bodies (bodies without children): every frame on them away from their
-       origin (e.g. ``tip``), or their origin when they have none.
+       origin (e.g. ``tip``), else their first frame (the body's own, at its origin).
+
+    Frames at the same place on the same body give one point.
 
     The plane is the model's world plane geom, else ``z = 0``; for a fixed-base model whose
     points start below it (e.g. a chain hanging from the origin) it is lowered to ``clearance``
