@@ -82,7 +82,7 @@ from sodyn.simulate import (
 )
 
 # submodules used as ``sodyn.<name>`` (``import sodyn`` is enough)
-from sodyn import contraction, io, models, runtime, simulate, spatial  # noqa: E402  isort: skip
+from sodyn import contraction, io, models, runtime, simulate, spatial, viewer  # noqa: E402  isort: skip
 
 __version__ = "0.1.0"
 
@@ -95,7 +95,7 @@ __all__ = [
     "inverse_dynamics", "inverse_mass_matrix", "inverse_mass_matrix_times", "kinetic_energy",
     "load_mjcf", "load_urdf", "log_det_mass_matrix", "mass_matrix", "neutral_configuration",
     "normalize_configuration", "potential_energy", "random_configuration",
-    "contraction", "io", "models", "simulate", "spatial",
+    "contraction", "io", "models", "simulate", "spatial", "viewer",
     # how programs run (sodyn.runtime)
     "batch", "jit", "use_cpu_cores", "runtime",
     # operational space, impulses, control
