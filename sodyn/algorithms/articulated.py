@@ -159,12 +159,25 @@ class RiccatiKernel(NamedTuple):
     G: jax.Array
 
 
-def riccati_kernel(p: jax.Array, axes: JointAxes, armature: jax.Array) -> tuple[jax.Array, RiccatiKernel]:
-    """``P⁺ = P − U G*`` and the kernel's :class:`RiccatiKernel` (Jain Alg. 7.1)."""
+def riccati_kernel(p: jax.Array, axes: JointAxes, armature: jax.Array,
+                   free: jax.Array | None = None) -> tuple[jax.Array, RiccatiKernel]:
+    """``P⁺ = P − U G*`` and the kernel's :class:`RiccatiKernel` (Jain Alg. 7.1).
+
+    ``free`` ``(..., nv_k)`` (0 or 1, or ``None`` for all 1) marks the dofs whose acceleration
+    the recursion solves for; the others are locked, as the active hinges of Jain Alg. 16.1.
+    ``D⁻¹`` is then the inverse ``D_p⁻¹`` of the free dofs' block ``D_p = H_p P H_p*``
+    embedded with zeros, so ``G* = D⁻¹ U*`` has zero rows and ``P⁺ = P − U_p D_p⁻¹ U_p*``
+    (eq. 16.7; ``P⁺ = P`` for a locked joint).  ``D`` stays the whole joint's ``H P H* +``
+    armature.
+    """
     u = axes.transpose_times_matrix(p)
     d = axes.transpose_times(u)
     d = d + armature[..., None] * jnp.eye(d.shape[-1], dtype=d.dtype)
-    dinv = spatial.spd_inverse(d)
+    if free is None:
+        dinv = spatial.spd_inverse(d)
+    else:  # [[D_p, 0], [0, 1]]⁻¹ with the locked block zeroed: D_p⁻¹ embedded
+        pair = free[..., :, None] * free[..., None, :]
+        dinv = spatial.spd_inverse(d * pair + (1.0 - free)[..., None] * jnp.eye(d.shape[-1], dtype=d.dtype)) * pair
     g = spatial.mm(dinv, u)
     return p - spatial.mtm(u, g), RiccatiKernel(u, d, dinv, g)
 
