@@ -290,6 +290,7 @@ def _penetration(model, ground, qs):
     return jax.jit(jax.vmap(one))(qs)
 
 
+@pytest.mark.slow
 def test_quadruped_falls_and_stands(solo):
     model, _, frames, q = solo
     ground = GroundContact.at_frames(model, frames, radius=0.0175, friction=0.8)
@@ -308,6 +309,7 @@ def test_quadruped_falls_and_stands(solo):
     assert float(traj.states.q[-1, 2]) > 0.15
 
 
+@pytest.mark.slow
 def test_box_falls_tumbling_and_rests(box):
     _, model = box
     ground, rigid, _ = _box_setup(model, 0.0, 0.5, restitution=0.2)
@@ -329,12 +331,12 @@ def test_box_falls_tumbling_and_rests(box):
 
 @eqx.filter_jit
 def _loss_and_grad(model, rigid, q, x):
-    """A loss of three rigid steps and its gradient in ``x = [v₀ (6), μ]``."""
+    """A loss of one rigid step and its gradient in ``x = [v₀ (6), μ]``."""
 
     def loss(x):
         r = eqx.tree_at(lambda c: c.ground.friction, rigid, x[6])
-        traj = rollout(model, State.initial(model, q, x[:6]), None, DT, 3, contact=r, integrator="semi_implicit")
-        return jnp.sum(traj.states.v[-1] * jnp.arange(1.0, 7.0)) + 10.0 * jnp.sum(traj.states.q[-1, :3])
+        s = step(model, State.initial(model, q, x[:6]), None, DT, contact=r, integrator="semi_implicit")
+        return jnp.sum(s.v * jnp.arange(1.0, 7.0)) + 10.0 * jnp.sum(s.q[:3])
 
     return jax.value_and_grad(loss)(x)
 
@@ -342,7 +344,7 @@ def _loss_and_grad(model, rigid, q, x):
 @pytest.mark.fast
 @pytest.mark.parametrize("case", ["sticking", "sliding"])
 def test_gradients_through_the_step_match_central_differences(box, case):
-    """Directional central differences of a loss of three steps on a slope (the box on its four
+    """Directional central differences of a loss of one step on a slope (the box on its four
     bottom corners) against ``jax.grad``, in the initial velocity and the friction coefficient."""
     _, model = box
     ground, rigid, q = _box_setup(model, 0.2, 0.5, iterations=60, corners=CORNERS[::2])
@@ -363,16 +365,17 @@ def test_gradients_through_the_step_match_central_differences(box, case):
 
 
 @pytest.mark.fast
-def test_vmap_matches_single_solves(solo):
-    model, _, frames, q = solo
-    rigid = RigidContact(GroundContact.at_frames(model, frames, radius=0.0175, friction=0.8),
-                         iterations=ORACLE_ITERATIONS)
+def test_vmap_matches_single_solves(box):
+    _, model = box
+    _, rigid, q = _box_setup(model, 0.0, 0.5, iterations=ORACLE_ITERATIONS)
     qs = jnp.stack([q.at[2].add(dz) for dz in (-1e-3, 0.0, 0.02)])   # penetrating, touching, inactive
-    vs = jnp.zeros((3, model.nv)).at[:, 5].set(-0.5)
+    vs = jnp.zeros((3, 6)).at[:, 5].set(-0.5).at[:, 0].set(0.3)
     batched = jax.jit(jax.vmap(lambda q, v: solve_rigid_contact(model, rigid, q, v, v, DT).v_plus))(qs, vs)
     for i in range(3):
         np.testing.assert_allclose(batched[i], solve_jit(model, rigid, qs[i], vs[i], vs[i], DT).v_plus, atol=1e-13)
     np.testing.assert_allclose(batched[2], vs[2])                         # 2 cm up: no contact
+    assert float(batched[1, 5]) == pytest.approx(0.0, abs=1e-12)          # touching: stopped
+    assert float(batched[0, 5]) == pytest.approx(0.2 * 1e-3 / DT, abs=1e-12)  # penetrating: β φ / dt out
 
 
 # ---------------------------------------------------------------------------
