@@ -37,10 +37,10 @@ has no gradient and no NaN).
 ``Λ⁻¹ = J_B 𝓜⁻¹ J_B*`` comes from :func:`sodyn.operational_space_compliance`'s sweeps (Jain
 eqs. 10.13–10.18; Υ scatter, Ψ gather, nearest common ancestors), and with ``A_i = C R_k S_i``
 
-    W_ij = A_i Λ⁻¹(k_i, k_j) A_j*,         𝓜⁻¹ J* λ = (𝓜⁻¹ J_B*) Σ_i A_i* λ_i,
+    W_ij = A_i Λ⁻¹(k_i, k_j) A_j*,         𝓜⁻¹ J* λ = 𝓜⁻¹ (J_B* Σ_i A_i* λ_i),
 
-the last by the same sweeps' acceleration scatter (Jain Alg. 9.5 with ``6 × bodies``
-right-hand sides).  ``𝓜`` is never formed or factored.
+the last by one innovations solve (:func:`sodyn.inverse_mass_matrix_times`, Jain Lemma 7.5)
+with the one right-hand side ``J* λ``.  ``𝓜`` is never formed or factored.
 
 **Solver:** projected Gauss–Seidel over the points, a fixed number of sweeps (``iterations``,
 static: no ``while_loop``, so ``jax.grad`` differentiates through the unrolled sweeps).  Each
@@ -71,6 +71,7 @@ import numpy as np
 
 from sodyn import spatial
 from sodyn.algorithms import operational_space as osm
+from sodyn.algorithms.articulated import inverse_mass_matrix_times
 from sodyn.algorithms.common import check_vector
 from sodyn.algorithms.kinematics import frame_jacobians
 from sodyn.configuration import integrate
@@ -297,9 +298,8 @@ def solve_rigid_contact(model: Model, contact: RigidContact, q, v, v_free, dt) -
     ground = contact.ground
     bodies, index = _task_bodies(model, ground)
     tasks = osm.resolve_tasks(model, _body_tasks(model, bodies))
-    sw = osm.task_sweeps(model, q, tasks)                                   # Riccati, Υ, Ψ
+    sw = osm.task_sweeps(model, q, tasks, with_psi=not osm._tasks_share_their_body(model, tasks))
     comp = osm._compliance_from_sweeps(model, tasks, sw)                     # Λ⁻¹ of the body frames
-    minv_jt = osm._minv_jt_from_sweeps(model, tasks, sw)                     # 𝓜⁻¹ J_B*
     pts, (twist, twist_free) = _kinematics(model, ground, q, [v, v_free])
     a = _spread(pts.maps, index, len(bodies))
     w = _symmetric(a @ comp @ a.T)
@@ -315,7 +315,8 @@ def solve_rigid_contact(model: Model, contact: RigidContact, q, v, v_free, dt) -
     g = u_free - jnp.concatenate([bias[:, None], jnp.zeros((len(phi), 2), dtype)], axis=-1)
     lam = gauss_seidel(w, g, mu, active, contact.iterations)
 
-    v_plus = v_free + minv_jt @ (a.T @ lam.reshape(-1))
+    jac_b = frame_jacobians(model, q, [model.body_names[k] for k in bodies], "local").reshape((-1, model.nv))
+    v_plus = v_free + inverse_mass_matrix_times(model, q, jac_b.T @ (a.T @ lam.reshape(-1)))
     frame = contact_frame(ground.normal.astype(dtype))
     force = lam @ frame / dt
     velocity = u_free + (w @ lam.reshape(-1)).reshape(lam.shape)
