@@ -34,7 +34,8 @@ class Rollout(NamedTuple):
     with leading axis ``steps``), the ``controls`` applied ``(steps, nu)``, the applied
     generalised forces ``tau`` ``(steps, nv)`` (actuators and joint forces: limits, friction
     loss, springs, damping) and the world-frame ``contact_force`` on each contact point
-    ``(steps, nc, 3)`` (``None`` without contact), each evaluated at the start of its step."""
+    ``(steps, nc, 3)`` (``None`` without contact), each evaluated at the start of its step (with a
+    :class:`~sodyn.simulate.RigidContact`: the step's impulse over ``dt``)."""
 
     states: State
     controls: jax.Array

@@ -19,6 +19,11 @@ therefore stay stable at the time steps a robot's controller runs at.
 manifold (Munthe-Kaas form: the stages move in the chart ``q ⊕ ξ`` with
 :func:`sodyn.joints.chart_rate`), all forces explicit; the control and external forces are
 held over the step.
+
+``contact=RigidContact(ground)`` (:mod:`sodyn.simulate.rigid_contact`) replaces the compliant
+contact forces by impulses: the step runs without contact (``"implicit"`` or
+``"semi_implicit"``) to its velocity ``v_free``, the contact impulses of the Delassus problem
+give ``v⁺``, and ``q⁺ = q ⊕ dt v⁺``.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from sodyn.model_data import Actuators
 from sodyn.simulate.actuation import actuator_forces, control_size
 from sodyn.simulate.contact import GroundContact, contact_terms
 from sodyn.simulate.joint_forces import JointForces, joint_forces
+from sodyn.simulate.rigid_contact import RigidContact, rigid_contact_step
 from sodyn.simulate.state import State
 
 INTEGRATORS: tuple[str, ...] = ("implicit", "semi_implicit", "rk4")
@@ -55,12 +61,12 @@ class StepForces(NamedTuple):
 class Forces(eqx.Module):
     """What acts on the model besides gravity: ``actuators`` (``None``: the model's own when
     it has some, else the control is the generalised force), joint ``limits`` parameters
-    (:class:`JointForces`) and ``contact`` (a :class:`~sodyn.simulate.GroundContact` or
-    ``None``)."""
+    (:class:`JointForces`) and ``contact`` (a :class:`~sodyn.simulate.GroundContact`, a
+    :class:`~sodyn.simulate.RigidContact` or ``None``)."""
 
     actuators: Actuators | None
     joint: JointForces
-    contact: GroundContact | None
+    contact: GroundContact | RigidContact | None
 
 
 def resolve_forces(model: Model, actuators=None, joint_forces: JointForces | None = None, contact=None) -> Forces:
@@ -73,8 +79,8 @@ def resolve_forces(model: Model, actuators=None, joint_forces: JointForces | Non
         joint_forces = JointForces()
     elif not isinstance(joint_forces, JointForces):
         raise ValueError(f"joint_forces must be a JointForces value or None, got {type(joint_forces).__name__}")
-    if contact is not None and not isinstance(contact, GroundContact):
-        raise ValueError(f"contact must be a GroundContact or None, got {type(contact).__name__}")
+    if contact is not None and not isinstance(contact, (GroundContact, RigidContact)):
+        raise ValueError(f"contact must be a GroundContact, a RigidContact or None, got {type(contact).__name__}")
     return Forces(actuators, joint_forces, contact)
 
 
@@ -157,11 +163,27 @@ def _rk4_step(model, forces, state, control, f_ext, dt):
 _STEPPERS = {"implicit": _implicit_step, "semi_implicit": _semi_implicit_step, "rk4": _rk4_step}
 
 
+def _with_rigid_contact(stepper):
+    """``stepper`` without contact, then the rigid contact impulses (:func:`rigid_contact_step`)."""
+
+    def rigid_step(model, forces, state, control, f_ext, dt):
+        free, recorded = stepper(model, Forces(forces.actuators, forces.joint, None), state, control, f_ext, dt)
+        new, force = rigid_contact_step(model, forces.contact, state, free.v, dt)
+        return new, recorded._replace(contact=force)
+
+    return rigid_step
+
+
 def advance(model: Model, forces: Forces, state: State, control, f_ext, dt, integrator: str,
             substeps: int) -> tuple[State, StepForces]:
     """One step of ``dt`` in ``substeps`` equal substeps (checked arguments); returns the new
     state and the forces averaged over the substeps."""
     stepper = _STEPPERS[integrator]
+    if isinstance(forces.contact, RigidContact):
+        if integrator == "rk4":
+            raise ValueError("integrator 'rk4' does not take a RigidContact (impulses act once per step); "
+                             "use integrator='implicit' or 'semi_implicit'")
+        stepper = _with_rigid_contact(stepper)
     if substeps == 1:
         return stepper(model, forces, state, control, f_ext, dt)
     h = dt / substeps
@@ -206,7 +228,8 @@ def step(model: Model, state: State, control, dt, *, integrator: str = "implicit
 
     ``control``: actuator controls ``(na,)`` when the model (or ``actuators``) has actuators,
     else generalised forces ``(nv,)``; ``None`` is zero.  ``contact``: a
-    :class:`~sodyn.simulate.GroundContact`; ``joint_forces``: limit and friction-loss
+    :class:`~sodyn.simulate.GroundContact` (compliant) or :class:`~sodyn.simulate.RigidContact`
+    (impulses on the Delassus matrix); ``joint_forces``: limit and friction-loss
     parameters (:class:`JointForces`, on by default); ``f_ext`` ``(n_bodies, 6)``: external
     body-frame wrenches held over the step; ``substeps``: equal substeps of ``dt / substeps``.
     """
