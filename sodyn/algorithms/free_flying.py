@@ -127,8 +127,8 @@ def _inertia_to_child(pose, inertia: jax.Array) -> jax.Array:
 
 def _dual_scatter(model: Model, frames: Frames, reg: _Regular, t_blocks=None, coriolis=None):
     """The dual recursion (module docstring) as one scatter.  Returns, in the slot layout,
-    ``S⁺``, ``S``, ``Λ = P + S`` and, with forces, the accelerations ``α`` (Lemma 17.1), and per
-    kernel the joint accelerations ``θ̈`` (17.12)."""
+    ``S⁺``, ``S`` and ``Λ = P + S``, or, with forces, the accelerations ``α`` (Lemma 17.1), and
+    the joint accelerations ``θ̈`` (17.12)."""
     topo = model.topology
     dtype = reg.P.dtype
     forces = t_blocks is not None
@@ -140,38 +140,33 @@ def _dual_scatter(model: Model, frames: Frames, reg: _Regular, t_blocks=None, co
         lam_p, w_p = parent  # P(p) + S(p) and z(p) + z_dl(p) − P(p) a(p) = −Λ(p) α(p)
         s_plus = _inertia_to_child(pose, lam_p) - p_plus
         if forces:
-            zdl_plus = spatial.force_to_child(*pose, w_p) - z_plus - spatial.mv(s_plus, cor)
-            a_plus = spatial.motion_to_child(*pose, gravity)  # α⁺ of a root: the world's −g
+            zdl_plus = level.per_kernel(spatial.force_to_child(*pose, w_p) - z_plus - spatial.mv(s_plus, cor))
+            a_plus = level.per_kernel(spatial.motion_to_child(*pose, gravity))  # α⁺ of a root: the world's −g
         s, zdl, duals = [], [], []
-        for i, (kernel, (axes, arm, *t)) in enumerate(zip(kernels, level.kernels)):
-            sk = level.per_kernel(s_plus)[i]
+        for i, (kernel, sk, (axes, arm, *t)) in enumerate(zip(kernels, level.per_kernel(s_plus), level.kernels)):
             if kernel == "free":  # a root: the world side holds only the joint's force and armature
                 s.append(arm[..., None] * jnp.eye(6, dtype=dtype))
                 if forces:
-                    zdl.append(-t[0] - arm * level.per_kernel(a_plus)[i])
-                duals.append(None)
+                    zdl.append(-t[0] - arm * a_plus[i])
+                    duals.append(None)
                 continue
             s_k, ric = riccati_kernel(sk, axes, arm)  # S = S⁺ − U* D_dl⁻¹ U (U = H S⁺): τ̄_dl S⁺
             s.append(s_k)
             if forces:
-                zk = level.per_kernel(zdl_plus)[i]
-                nu = spatial.mv(ric.D_inv, t[0] + axes.transpose_times(zk))  # ν_dl = D_dl⁻¹ ε_dl
-                zdl.append(zk - spatial.mtv(ric.U, nu))  # z_dl = z⁺_dl + G_dl ε_dl
+                nu = spatial.mv(ric.D_inv, t[0] + axes.transpose_times(zdl_plus[i]))  # ν_dl = D_dl⁻¹ ε_dl
+                zdl.append(zdl_plus[i] - spatial.mtv(ric.U, nu))  # z_dl = z⁺_dl + G_dl ε_dl
                 duals.append((nu, ric.G))
         s = jnp.concatenate(s, axis=0)
         lam = big_p + s
         if not forces:
             w = jnp.zeros(lam.shape[:-1], dtype)
-            return (lam, w), tuple(zip(*(level.per_kernel(x) for x in (s_plus, s, lam))))
+            return (lam, w), tuple(zip(level.per_kernel(s_plus), level.per_kernel(s), level.per_kernel(lam)))
         w = z + jnp.concatenate(zdl, axis=0) - spatial.mv(big_p, cor)
-        alpha = -spatial.mv(spatial.spd_inverse(lam + pad_l), w)  # Lemma 17.1
-        outs = []
-        for i, dual in enumerate(duals):
-            ak = level.per_kernel(alpha)[i]
-            # (17.12): θ̈ = ν_dl − G*_dl α = ν_dl + D_dl⁻¹ U α;  at a root (H = I, a = 0): θ̈ = α − α⁺
-            qdd = ak - level.per_kernel(a_plus)[i] if dual is None else dual[0] + spatial.mv(dual[1], ak)
-            outs.append(((level.per_kernel(s_plus)[i], level.per_kernel(s)[i], level.per_kernel(lam)[i], ak), qdd))
-        return (lam, w), tuple(outs)
+        alpha = level.per_kernel(-spatial.mv(spatial.spd_inverse(lam + pad_l), w))  # Lemma 17.1
+        # (17.12): θ̈ = ν_dl − G*_dl α = ν_dl + D_dl⁻¹ U α;  at a root (H = I, a = 0): θ̈ = α − α⁺
+        qdd = [ak - ap if dual is None else dual[0] + spatial.mv(dual[1], ak)
+               for ak, ap, dual in zip(alpha, a_plus, duals)]
+        return (lam, w), tuple(zip(alpha, qdd))
 
     gravity = gravity_acceleration(model_params(model, dtype), dtype)
     root = (jnp.zeros((6, 6), dtype), jnp.zeros(6, dtype))
@@ -180,7 +175,7 @@ def _dual_scatter(model: Model, frames: Frames, reg: _Regular, t_blocks=None, co
     xs = (frames.pose, reg.P, reg.P_plus, reg.z, reg.z_plus, coriolis, pad)
     outs = scatter(topo, step, root, xs, kernel_xs)
     if not forces:
-        return in_slots(outs), None
+        return in_slots(outs)
     return in_slots(tuple(o[0] for o in outs)), dofs_from_levels(topo, [o[1] for o in outs])
 
 
@@ -210,7 +205,7 @@ def free_flying_inertias(model: Model, q) -> FreeFlyingInertias:
     q = check_vector(model, q, model.nq, "q")
     frames = body_frames(model, prepare(model, q))
     reg = _regular_gather(model, frames)
-    (s_plus, s, lam), _ = _dual_scatter(model, frames, reg)
+    s_plus, s, lam = _dual_scatter(model, frames, reg)
     topo = model.topology
     return FreeFlyingInertias(*(from_levels(topo, x) for x in (reg.P, reg.P_plus, s, s_plus, lam)))
 
@@ -245,7 +240,7 @@ def base_invariant_forward_dynamics(model: Model, q, v, tau, f_ext=None) -> Base
     frames, coriolis, bias = _forward_terms(model, q, v, f_ext, "local", 1)
     t_blocks = dofs_to_levels(topo, tau - m.damping * v, 0.0)
     reg = _regular_gather(model, frames, t_blocks, coriolis, bias)
-    (_, _, _, alpha), qdd = _dual_scatter(model, frames, reg, t_blocks, coriolis)
+    alpha, qdd = _dual_scatter(model, frames, reg, t_blocks, coriolis)
     return BaseInvariantDynamics(qdd, from_levels(topo, alpha))
 
 
