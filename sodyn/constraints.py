@@ -259,7 +259,7 @@ def _check_positive(d) -> None:
 def _poses(model: Model, q, frames) -> list[tuple[jax.Array, jax.Array]]:
     from sodyn.algorithms.kinematics import forward_kinematics
 
-    fk = forward_kinematics(model, q)
+    fk = jax.jit(forward_kinematics)(model, q)
     out = []
     for f in frames:
         if f == WORLD:
