@@ -429,3 +429,16 @@ def test_errors():
     model4, closures4, _ = _setup("fourbar")
     qdd, f = _cfd(model4, model4.q_neutral, jnp.ones(3), jnp.ones(3), closures4)
     assert np.all(np.isfinite(qdd)) and np.all(np.isfinite(f.lambda_))
+
+
+@pytest.mark.fast
+def test_float32_four_bar():
+    """float32 throughout (the redundant 3D point on the planar four-bar): finite, and θ̈ within
+    float32 round-off of float64."""
+    model, closures, _ = _setup("fourbar")
+    q, v, tau = _consistent_state(model, closures, 1)
+    a64, _ = _cfd(model, q, v, tau, closures)
+    f32 = lambda x: x.astype(jnp.float32)  # noqa: E731
+    a32, f = _cfd(model.astype(jnp.float32), f32(q), f32(v), f32(tau), jax.tree_util.tree_map(f32, closures))
+    assert a32.dtype == jnp.float32 and np.all(np.isfinite(f.lambda_))
+    assert np.abs(np.asarray(a32) - np.asarray(a64)).max() < 1e-5 * np.abs(np.asarray(a64)).max()

@@ -276,21 +276,22 @@ def constrained_forward_dynamics(
     _check_closures(model, constraints)
     if not isinstance(iterations, int) or isinstance(iterations, bool) or iterations < 1:
         raise ValueError(f"iterations must be a positive integer, got {iterations!r}")
+    if method == "projected" and added_inertia is not None:
+        raise ValueError("added_inertia is supported by method='augmented' only")
     q, v, tau, f_ext = check_state(model, q, v, tau, "tau", f_ext)
     dtype = q.dtype
-    rows = closure_rows(model, q, v, constraints)
-    g = rows.jacobian
     if acceleration_target is None:
         alpha, beta = _stabilization(stabilization, dtype)
-        target = -rows.bias - alpha * (g @ v) - beta * rows.residual
     else:
         target = jnp.asarray(acceleration_target, dtype)
         if target.shape != (constraints.n_rows,):
             raise ValueError(f"acceleration_target must have shape (n_c,) = ({constraints.n_rows},), "
                              f"got {target.shape}")
+    rows = closure_rows(model, q, v, constraints)
+    g = rows.jacobian
+    if acceleration_target is None:
+        target = -rows.bias - alpha * (g @ v) - beta * rows.residual
     if method == "projected":
-        if added_inertia is not None:
-            raise ValueError("added_inertia is supported by method='augmented' only")
         qdd, lam, gen = _projected(model, q, v, tau, f_ext, g, target)
     else:
         qdd, lam, gen = _augmented(model, q, v, tau, f_ext, rows, target, regularization, iterations, added_inertia)
