@@ -35,12 +35,14 @@ class Rollout(NamedTuple):
     generalised forces ``tau`` ``(steps, nv)`` (actuators and joint forces: limits, friction
     loss, springs, damping) and the world-frame ``contact_force`` on each contact point
     ``(steps, nc, 3)`` (``None`` without contact), each evaluated at the start of its step (with a
-    :class:`~sodyn.simulate.RigidContact`: the step's impulse over ``dt``)."""
+    :class:`~sodyn.simulate.RigidContact`: the step's impulse over ``dt``), and the loop closures'
+    joint-space force ``G_c* λ`` ``(steps, nv)`` (``None`` without them)."""
 
     states: State
     controls: jax.Array
     tau: jax.Array
     contact_force: jax.Array | None
+    constraint_force: jax.Array | None = None
 
 
 def _per_step(x, steps: int, shape: tuple[int, ...], name: str, dtype) -> jax.Array | None:
@@ -58,7 +60,7 @@ def _per_step(x, steps: int, shape: tuple[int, ...], name: str, dtype) -> jax.Ar
 def rollout(model: Model, state: State, controls: jax.Array | Policy | None, dt, steps: int, *,
             params=None, integrator: str = "implicit", contact=None, actuators: Actuators | None = None,
             joint_forces: JointForces | None = None, f_ext=None, substeps: int = 1,
-            checkpoint: int | None = None, checked: bool = False) -> Rollout:
+            checkpoint: int | None = None, checked: bool = False, constraints=None) -> Rollout:
     """Simulate ``steps`` steps of ``dt`` from ``state`` with :func:`~sodyn.simulate.step`.
 
     ``controls``: ``None`` (zero), an array ``(steps, nu)`` (``nu`` = actuators, or ``nv``
@@ -66,7 +68,7 @@ def rollout(model: Model, state: State, controls: jax.Array | Policy | None, dt,
     called at the start of each step (``params`` is passed through, so ``jax.grad`` with
     respect to it trains the policy).  ``f_ext``: external body-frame wrenches,
     ``(n_bodies, 6)`` held or ``(steps, n_bodies, 6)`` per step.  The other keywords are
-    :func:`~sodyn.simulate.step`'s.
+    :func:`~sodyn.simulate.step`'s (``constraints``: loop closures).
 
     ``checkpoint=c`` splits the scan into segments of ``c`` steps whose insides are
     recomputed in the backward pass (``jax.checkpoint``): the memory of ``jax.grad`` grows as
@@ -83,7 +85,7 @@ def rollout(model: Model, state: State, controls: jax.Array | Policy | None, dt,
     check_dt(dt)
     state = check_state_value(model, state)
     dtype = state.q.dtype
-    forces = resolve_forces(model, actuators, joint_forces, contact)
+    forces = resolve_forces(model, actuators, joint_forces, contact, constraints)
     nu = control_size(model, forces.actuators)
     policy = controls if callable(controls) else None
     control_xs = None if policy is not None else _per_step(
@@ -103,7 +105,7 @@ def rollout(model: Model, state: State, controls: jax.Array | Policy | None, dt,
         if checked:
             _check_state(model, new, index)
         tau = rec.actuator + rec.joint
-        return new, (new, u, tau, rec.contact)
+        return new, (new, u, tau, rec.contact, rec.constraint)
 
     def run(state: State, dt):
         xs = (jnp.arange(1, steps + 1), control_xs, f_xs)

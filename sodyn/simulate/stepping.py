@@ -24,6 +24,14 @@ held over the step.
 contact forces by impulses: the step runs without contact (``"implicit"`` or
 ``"semi_implicit"``) to its velocity ``v_free``, the contact impulses of the Delassus problem
 give ``v⁺``, and ``q⁺ = q ⊕ dt v⁺``.
+
+Loop closures (``constraints=``, :class:`~sodyn.LoopClosures`) make the step's acceleration
+the closed chain's (:func:`~sodyn.algorithms.constrained.constrained_forward_dynamics`, on the
+same shifted system ``𝓜 + diag(…) + Σ J* B J`` for ``"implicit"``).  The two Euler steppers
+ask that the end-of-step configuration ``q ⊕ dt (v + dt a)`` close the loops to second order,
+``G_c a = −𝔡(q ⊕ dt v) / dt²`` (a deadbeat position-level stabilization: drift left by one
+step is corrected in the next); ``"rk4"`` uses the continuous Baumgarte gains of
+:data:`~sodyn.algorithms.constrained.DEFAULT_STABILIZATION`.
 """
 
 from __future__ import annotations
@@ -36,7 +44,9 @@ import jax.numpy as jnp
 
 from sodyn.algorithms.articulated import forward_dynamics
 from sodyn.algorithms.common import check_f_ext
+from sodyn.algorithms.constrained import constrained_forward_dynamics, constraint_residual
 from sodyn.configuration import chart_rate, integrate
+from sodyn.constraints import LoopClosures
 from sodyn.model import Model
 from sodyn.model_data import Actuators
 from sodyn.simulate.actuation import actuator_forces, control_size
@@ -51,25 +61,30 @@ INTEGRATORS: tuple[str, ...] = ("implicit", "semi_implicit", "rk4")
 class StepForces(NamedTuple):
     """Forces of a step, evaluated at its start: ``actuator`` and ``joint`` generalised forces
     ``(nv,)`` (``joint``: limits, friction loss, springs and ``−damping ⊙ v``), and the
-    world-frame ``contact`` force on each contact point ``(nc, 3)`` (``None`` without contact)."""
+    world-frame ``contact`` force on each contact point ``(nc, 3)`` (``None`` without contact),
+    and the loop closures' joint-space force ``G_c* λ`` ``(nv,)`` (``None`` without them)."""
 
     actuator: jax.Array
     joint: jax.Array
     contact: jax.Array | None
+    constraint: jax.Array | None = None
 
 
 class Forces(eqx.Module):
     """What acts on the model besides gravity: ``actuators`` (``None``: the model's own when
     it has some, else the control is the generalised force), joint ``limits`` parameters
-    (:class:`JointForces`) and ``contact`` (a :class:`~sodyn.simulate.GroundContact`, a
-    :class:`~sodyn.simulate.RigidContact` or ``None``)."""
+    (:class:`JointForces`), ``contact`` (a :class:`~sodyn.simulate.GroundContact`, a
+    :class:`~sodyn.simulate.RigidContact` or ``None``) and loop ``constraints``
+    (:class:`~sodyn.LoopClosures` or ``None``)."""
 
     actuators: Actuators | None
     joint: JointForces
     contact: GroundContact | RigidContact | None
+    constraints: LoopClosures | None = None
 
 
-def resolve_forces(model: Model, actuators=None, joint_forces: JointForces | None = None, contact=None) -> Forces:
+def resolve_forces(model: Model, actuators=None, joint_forces: JointForces | None = None, contact=None,
+                   constraints=None) -> Forces:
     """The :class:`Forces` of a step's keyword arguments (defaults filled in)."""
     if actuators is None and len(model.actuators):
         actuators = model.actuators
@@ -81,7 +96,9 @@ def resolve_forces(model: Model, actuators=None, joint_forces: JointForces | Non
         raise ValueError(f"joint_forces must be a JointForces value or None, got {type(joint_forces).__name__}")
     if contact is not None and not isinstance(contact, (GroundContact, RigidContact)):
         raise ValueError(f"contact must be a GroundContact, a RigidContact or None, got {type(contact).__name__}")
-    return Forces(actuators, joint_forces, contact)
+    if constraints is not None and not isinstance(constraints, LoopClosures):
+        raise ValueError(f"constraints must be sodyn.LoopClosures or None, got {type(constraints).__name__}")
+    return Forces(actuators, joint_forces, contact, constraints)
 
 
 def check_dt(dt) -> None:
@@ -119,9 +136,20 @@ def _terms(model: Model, forces: Forces, q, v, control, f_ext, dt):
     return act, joint, contact, f_ext, recorded
 
 
-def _explicit_acceleration(model, forces, q, v, control, f_ext):
+def _explicit_acceleration(model, forces, q, v, control, f_ext, dt=None):
     act, joint, _, f, recorded = _terms(model, forces, q, v, control, f_ext, None)
+    if forces.constraints is not None:
+        return _closed_acceleration(model, forces.constraints, q, v, act.force + joint.force, f, None, dt, recorded)
     return forward_dynamics(model, q, v, act.force + joint.force, f), recorded
+
+
+def _closed_acceleration(model, closures, q, v, tau, f_ext, added, dt, recorded):
+    """Constrained forward dynamics of a step: end-of-step target ``−𝔡(q ⊕ dt v)/dt²`` when
+    ``dt`` is given (Euler steppers), Baumgarte otherwise (module docstring)."""
+    target = None if dt is None else -constraint_residual(model, integrate(model, q, v, dt), closures) / (dt * dt)
+    a, cf = constrained_forward_dynamics(model, q, v, tau, closures, f_ext=f_ext, acceleration_target=target,
+                                         added_inertia=added)
+    return a, recorded._replace(constraint=cf.generalized)
 
 
 def _implicit_step(model, forces, state, control, f_ext, dt):
@@ -132,13 +160,17 @@ def _implicit_step(model, forces, state, control, f_ext, dt):
     diagonal = model.armature.astype(q.dtype) + dt * damping + dt * dt * stiffness
     shifted = eqx.tree_at(lambda m: m.armature, model, diagonal)
     added = None if contact is None else contact.added_inertia
-    a = forward_dynamics(shifted, q, v, act.force + joint.force - dt * stiffness * v, f, added_inertia=added)
+    tau = act.force + joint.force - dt * stiffness * v
+    if forces.constraints is not None:
+        a, recorded = _closed_acceleration(shifted, forces.constraints, q, v, tau, f, added, dt, recorded)
+    else:
+        a = forward_dynamics(shifted, q, v, tau, f, added_inertia=added)
     v_next = v + dt * a
     return State(integrate(model, q, v_next, dt), v_next, state.t + dt), recorded
 
 
 def _semi_implicit_step(model, forces, state, control, f_ext, dt):
-    a, recorded = _explicit_acceleration(model, forces, state.q, state.v, control, f_ext)
+    a, recorded = _explicit_acceleration(model, forces, state.q, state.v, control, f_ext, dt)
     v_next = state.v + dt * a
     return State(integrate(model, state.q, v_next, dt), v_next, state.t + dt), recorded
 
@@ -183,6 +215,9 @@ def advance(model: Model, forces: Forces, state: State, control, f_ext, dt, inte
         if integrator == "rk4":
             raise ValueError("integrator 'rk4' does not take a RigidContact (impulses act once per step); "
                              "use integrator='implicit' or 'semi_implicit'")
+        if forces.constraints is not None:
+            raise ValueError("a RigidContact and loop closures (constraints=) in one step are not supported yet; "
+                             "use the compliant GroundContact with constraints")
         stepper = _with_rigid_contact(stepper)
     if substeps == 1:
         return stepper(model, forces, state, control, f_ext, dt)
@@ -210,12 +245,12 @@ def check_state_value(model: Model, state: State) -> State:
 
 def step_and_forces(model: Model, state: State, control, dt, *, integrator: str = "implicit", contact=None,
                     actuators: Actuators | None = None, joint_forces: JointForces | None = None, f_ext=None,
-                    substeps: int = 1) -> tuple[State, StepForces]:
+                    substeps: int = 1, constraints: LoopClosures | None = None) -> tuple[State, StepForces]:
     """:func:`step`, also returning the step's :class:`StepForces`."""
     check_step_options(integrator, substeps)
     check_dt(dt)
     state = check_state_value(model, state)
-    forces = resolve_forces(model, actuators, joint_forces, contact)
+    forces = resolve_forces(model, actuators, joint_forces, contact, constraints)
     control = check_control(model, forces, control, state.q.dtype)
     f_ext = check_f_ext(model, f_ext, state.q.dtype)
     return advance(model, forces, state, control, f_ext, jnp.asarray(dt, state.q.dtype), integrator, substeps)
@@ -223,7 +258,7 @@ def step_and_forces(model: Model, state: State, control, dt, *, integrator: str 
 
 def step(model: Model, state: State, control, dt, *, integrator: str = "implicit", contact=None,
          actuators: Actuators | None = None, joint_forces: JointForces | None = None, f_ext=None,
-         substeps: int = 1) -> State:
+         substeps: int = 1, constraints: LoopClosures | None = None) -> State:
     """Advance ``state`` by ``dt`` (module docstring for the integrators).
 
     ``control``: actuator controls ``(na,)`` when the model (or ``actuators``) has actuators,
@@ -231,10 +266,11 @@ def step(model: Model, state: State, control, dt, *, integrator: str = "implicit
     :class:`~sodyn.simulate.GroundContact` (compliant) or :class:`~sodyn.simulate.RigidContact`
     (impulses on the Delassus matrix); ``joint_forces``: limit and friction-loss
     parameters (:class:`JointForces`, on by default); ``f_ext`` ``(n_bodies, 6)``: external
-    body-frame wrenches held over the step; ``substeps``: equal substeps of ``dt / substeps``.
+    body-frame wrenches held over the step; ``substeps``: equal substeps of ``dt / substeps``;
+    ``constraints``: loop closures (:class:`~sodyn.LoopClosures`) the step enforces.
     """
     return step_and_forces(model, state, control, dt, integrator=integrator, contact=contact, actuators=actuators,
-                           joint_forces=joint_forces, f_ext=f_ext, substeps=substeps)[0]
+                           joint_forces=joint_forces, f_ext=f_ext, substeps=substeps, constraints=constraints)[0]
 
 
 __all__ = ["INTEGRATORS", "Forces", "StepForces", "advance", "step", "step_and_forces"]

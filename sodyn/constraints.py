@@ -1,0 +1,272 @@
+"""Loop-closure constraints between two frames of a tree (Jain §11.1, §11.4).
+
+A closed-chain mechanism is a spanning tree (the :class:`~sodyn.Model`) plus *cut edges*, each
+a holonomic constraint ``𝔡(θ) = 0`` between a frame 1 and a frame 2 (either may be the world).
+:class:`LoopClosures` holds any number of them, of three kinds:
+
+* ``"weld"`` (6 rows): frame 1 is rigidly attached to frame 2: the point ``anchor1`` of frame 1
+  coincides with the point ``anchor2`` of frame 2 and ``R₁ = R₂ · rotation``;
+* ``"point"`` (3 rows; MuJoCo's ``connect``, a ball joint): ``p₁ + R₁ a₁ = p₂ + R₂ a₂``;
+* ``"distance"`` (1 row): ``|p₁ + R₁ a₁ − (p₂ + R₂ a₂)| = d`` (a massless rod, ``d > 0``).
+
+Anchors are in their own frame's axes.  The rows of every kind are expressed in **world
+axes** (rows ``[ω₁ − ω₂; ṗ_a − ṗ_b]`` for a weld, ``ṗ_a − ṗ_b`` for a point, the velocity along
+``p_a − p_b`` for a distance), so the multipliers ``λ`` are the wrench ``[moment; force]``
+(world axes, at ``anchor1``) that the closure applies to frame 1; frame 2 receives its
+opposite.  :func:`sodyn.algorithms.constrained.constrained_forward_dynamics` enforces them.
+
+Build closures with :meth:`LoopClosures.weld`, :meth:`LoopClosures.point` and
+:meth:`LoopClosures.distance` (URDF users), or convert MJCF ``<equality>`` elements with
+:meth:`LoopClosures.from_equality`; concatenate with ``+`` or :meth:`LoopClosures.concatenate`.
+Anchors, rotations and distances are pytree leaves (differentiable, vmappable); kinds and
+frames are static.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from sodyn.model import WORLD, Model
+
+KINDS: tuple[str, ...] = ("weld", "point", "distance")
+ROWS: dict[str, int] = {"weld": 6, "point": 3, "distance": 1}
+
+
+class LoopClosures(eqx.Module):
+    """Loop-closure constraints (module docstring for their meaning).
+
+    ``anchor1``, ``anchor2`` ``(n, 3)``: the constrained points in frame 1's and frame 2's axes;
+    ``rotation`` ``(n, 3, 3)``: a weld's relative orientation ``R₂ᵀ R₁`` (identity otherwise);
+    ``length`` ``(n,)``: a distance constraint's length ``d`` (zero otherwise).  Static: ``kind``,
+    ``frame1``, ``frame2`` (indices into ``model.frame_names``, ``-1`` = the world), ``names``.
+    """
+
+    anchor1: jax.Array
+    anchor2: jax.Array
+    rotation: jax.Array
+    length: jax.Array
+    kind: tuple[str, ...] = eqx.field(static=True)
+    frame1: tuple[int, ...] = eqx.field(static=True)
+    frame2: tuple[int, ...] = eqx.field(static=True)
+    names: tuple[str, ...] = eqx.field(static=True)
+
+    def __len__(self) -> int:
+        return len(self.kind)
+
+    @property
+    def n_rows(self) -> int:
+        """Number of scalar constraint rows ``n_c`` (6 per weld, 3 per point, 1 per distance)."""
+        return sum(ROWS[k] for k in self.kind)
+
+    @property
+    def row_offsets(self) -> tuple[int, ...]:
+        """First row of each closure (static)."""
+        return tuple(int(x) for x in np.cumsum([0] + [ROWS[k] for k in self.kind])[:-1])
+
+    def __add__(self, other: LoopClosures) -> LoopClosures:
+        return LoopClosures.concatenate(self, other)
+
+    @staticmethod
+    def concatenate(*closures: LoopClosures) -> LoopClosures:
+        """All closures of ``closures``, in order."""
+        if not closures:
+            raise ValueError("concatenate needs at least one LoopClosures")
+        for c in closures:
+            if not isinstance(c, LoopClosures):
+                raise TypeError(f"can only concatenate LoopClosures, got {type(c).__name__}")
+        cat = lambda name: jnp.concatenate([getattr(c, name) for c in closures])  # noqa: E731
+        tup = lambda name: sum((getattr(c, name) for c in closures), ())  # noqa: E731
+        return LoopClosures(cat("anchor1"), cat("anchor2"), cat("rotation"), cat("length"),
+                            tup("kind"), tup("frame1"), tup("frame2"), tup("names"))
+
+    # -- constructors -----------------------------------------------------------------
+
+    @classmethod
+    def weld(cls, model: Model, frame1, frame2, *, rotation=None, anchor1=None, anchor2=None, q=None,
+             name: str | None = None) -> LoopClosures:
+        """Weld ``frame1`` to ``frame2`` (6 rows): ``anchor1`` (default the origin of frame 1)
+        coincides with ``anchor2`` of frame 2 and ``R₁ = R₂ · rotation``.
+
+        With a configuration ``q``, the relative pose at ``q`` is kept: ``rotation = R₂ᵀR₁``
+        and ``anchor2`` is where ``anchor1`` sits in frame 2 (both unless given).  Without
+        ``q`` the defaults are the identity and the origins (the two frames coincide).
+        """
+        f1, f2 = _frames(model, frame1, frame2, "weld")
+        a1 = _vector(anchor1, "anchor1", model)
+        if q is not None:
+            (r1, p1), (r2, p2) = _poses(model, q, (f1, f2))
+            rel = r2.T @ r1 if rotation is None else _rotation(rotation, model)
+            a2 = r2.T @ (p1 + r1 @ a1 - p2) if anchor2 is None else _vector(anchor2, "anchor2", model)
+        else:
+            rel = _rotation(rotation, model)
+            a2 = _vector(anchor2, "anchor2", model)
+        return cls._one("weld", f1, f2, a1, a2, rel, jnp.zeros((), a1.dtype), name, model)
+
+    @classmethod
+    def point(cls, model: Model, frame1, frame2, *, anchor1=None, anchor2=None, q=None,
+              name: str | None = None) -> LoopClosures:
+        """Point ``anchor1`` of ``frame1`` coincides with ``anchor2`` of ``frame2`` (3 rows; a
+        ball joint, MuJoCo's ``connect``).  With ``q`` and no ``anchor2``, ``anchor2`` is where
+        ``anchor1`` sits in frame 2 at ``q``; otherwise both default to the frame origins."""
+        f1, f2 = _frames(model, frame1, frame2, "point")
+        a1 = _vector(anchor1, "anchor1", model)
+        if q is not None and anchor2 is None:
+            (r1, p1), (r2, p2) = _poses(model, q, (f1, f2))
+            a2 = r2.T @ (p1 + r1 @ a1 - p2)
+        else:
+            a2 = _vector(anchor2, "anchor2", model)
+        return cls._one("point", f1, f2, a1, a2, jnp.eye(3, dtype=a1.dtype), jnp.zeros((), a1.dtype), name, model)
+
+    @classmethod
+    def distance(cls, model: Model, frame1, frame2, distance=None, *, anchor1=None, anchor2=None, q=None,
+                 name: str | None = None) -> LoopClosures:
+        """``|p_a − p_b| = distance`` between ``anchor1`` of ``frame1`` and ``anchor2`` of
+        ``frame2`` (1 row).  ``distance=None`` takes the distance at ``q`` (then required)."""
+        f1, f2 = _frames(model, frame1, frame2, "distance")
+        a1, a2 = _vector(anchor1, "anchor1", model), _vector(anchor2, "anchor2", model)
+        if distance is None:
+            if q is None:
+                raise ValueError("distance: give the distance or a configuration q to measure it at")
+            (r1, p1), (r2, p2) = _poses(model, q, (f1, f2))
+            d = jnp.linalg.norm(p1 + r1 @ a1 - p2 - r2 @ a2)
+        else:
+            d = jnp.asarray(distance, a1.dtype)
+            if d.shape != ():
+                raise ValueError(f"distance must be a scalar, got shape {d.shape}")
+        _check_positive(d)
+        return cls._one("distance", f1, f2, a1, a2, jnp.eye(3, dtype=a1.dtype), d, name, model)
+
+    @classmethod
+    def from_equality(cls, model: Model, equality, *, joint: str = "raise", inactive: str = "skip") -> LoopClosures:
+        """Closures from MJCF ``<equality>`` constraints (:class:`sodyn.io.EqualityConstraints`,
+        what ``load_mjcf(path, with_constraints=True)`` returns beside the model).
+
+        ``connect`` becomes a ``"point"`` closure and ``weld`` a ``"weld"`` closure (a weld with
+        ``torquescale = 0`` constrains no rotation: a ``"point"`` closure).  Hard closures
+        ignore MuJoCo's ``solref``/``solimp`` softness and ``torquescale`` weighting.
+        ``joint`` equalities (polynomial couplings of two joint coordinates) are not loop
+        closures between frames and are not supported: ``joint="raise"`` (default) raises
+        ``NotImplementedError``, ``joint="skip"`` leaves them out with a warning.  Equalities
+        disabled in the file are left out (``inactive="skip"``) or kept (``"keep"``).
+        """
+        if joint not in ("raise", "skip"):
+            raise ValueError(f"joint must be 'raise' or 'skip', got {joint!r}")
+        if inactive not in ("skip", "keep"):
+            raise ValueError(f"inactive must be 'skip' or 'keep', got {inactive!r}")
+        parts = []
+        for i, kind in enumerate(equality.kind):
+            name = equality.names[i]
+            if not equality.active[i] and inactive == "skip":
+                continue
+            if kind == "joint":
+                msg = (f"equality {name!r} is a joint coupling, not a loop closure between two frames; "
+                       "joint equalities are not supported by LoopClosures")
+                if joint == "raise":
+                    raise NotImplementedError(msg + " (pass joint='skip' to leave them out)")
+                warnings.warn(msg + ": left out", stacklevel=2)
+                continue
+            f1, f2 = equality.frame1[i], equality.frame2[i]
+            a1, a2 = equality.anchor1[i], equality.anchor2[i]
+            if kind == "weld" and float(equality.torque_scale[i]) != 0.0:
+                parts.append(cls.weld(model, f1, f2, rotation=equality.relative_rotation[i], anchor1=a1, anchor2=a2,
+                                      name=name))
+            elif kind in ("weld", "connect"):
+                parts.append(cls.point(model, f1, f2, anchor1=a1, anchor2=a2, name=name))
+            else:
+                raise ValueError(f"equality {name!r}: unknown kind {kind!r}")
+        if not parts:
+            raise ValueError("the equality constraints contain no active connect or weld element")
+        return cls.concatenate(*parts)
+
+    @classmethod
+    def _one(cls, kind, f1, f2, a1, a2, rel, d, name, model) -> LoopClosures:
+        dtype = model.mass.dtype
+        name = name if name is not None else f"{kind}({_frame_name(model, f1)}, {_frame_name(model, f2)})"
+        return cls(jnp.asarray(a1, dtype)[None], jnp.asarray(a2, dtype)[None], jnp.asarray(rel, dtype)[None],
+                   jnp.asarray(d, dtype)[None], (kind,), (f1,), (f2,), (name,))
+
+
+# ---------------------------------------------------------------------------
+# checks
+# ---------------------------------------------------------------------------
+
+
+def _is_world(frame) -> bool:
+    return frame is None or (isinstance(frame, str) and frame in ("world", "universe")) or (
+        isinstance(frame, (int, np.integer)) and int(frame) == WORLD)
+
+
+def _frame_name(model: Model, f: int) -> str:
+    return "world" if f == WORLD else model.frame_names[f]
+
+
+def _frames(model: Model, frame1, frame2, kind: str) -> tuple[int, int]:
+    """Resolve the two frames (``None``, ``"world"`` or ``-1`` is the world) and check them."""
+    f1 = WORLD if _is_world(frame1) else model.frame_id(frame1)
+    f2 = WORLD if _is_world(frame2) else model.frame_id(frame2)
+    b1 = WORLD if f1 == WORLD else int(model.frame_body[f1])
+    b2 = WORLD if f2 == WORLD else int(model.frame_body[f2])
+    n1, n2 = _frame_name(model, f1), _frame_name(model, f2)
+    if f1 == f2:
+        raise ValueError(f"{kind} constraint between frame {n1!r} and itself")
+    if b1 == b2:
+        where = "the world" if b1 == WORLD else f"body {model.body_names[b1]!r}"
+        raise ValueError(f"{kind} constraint between frames {n1!r} and {n2!r}, which are both on {where}: "
+                         "no joint can move one relative to the other")
+    return f1, f2
+
+
+def _vector(x, name: str, model: Model) -> jax.Array:
+    dtype = model.mass.dtype
+    if x is None:
+        return jnp.zeros(3, dtype)
+    a = jnp.asarray(x, dtype)
+    if a.shape != (3,):
+        raise ValueError(f"{name} must be a 3-vector (a point in its frame's axes), got shape {a.shape}")
+    return a
+
+
+def _rotation(x, model: Model) -> jax.Array:
+    dtype = model.mass.dtype
+    if x is None:
+        return jnp.eye(3, dtype=dtype)
+    r = jnp.asarray(x, dtype)
+    if r.shape != (3, 3):
+        raise ValueError(f"rotation must be a 3×3 rotation matrix, got shape {r.shape}")
+    try:
+        rn = np.asarray(r, dtype=np.float64)
+    except (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError):
+        return r
+    if not np.allclose(rn.T @ rn, np.eye(3), atol=1e-5) or np.linalg.det(rn) < 0:
+        raise ValueError("rotation must be a proper rotation matrix (RᵀR = I, det R = 1)")
+    return r
+
+
+def _check_positive(d) -> None:
+    try:
+        value = float(d)
+    except (TypeError, jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError):
+        return
+    if not value > 0:
+        raise ValueError(f"distance must be positive (use a point constraint for coincident points), got {value}")
+
+
+def _poses(model: Model, q, frames) -> list[tuple[jax.Array, jax.Array]]:
+    from sodyn.algorithms.kinematics import forward_kinematics
+
+    fk = jax.jit(forward_kinematics)(model, q)
+    out = []
+    for f in frames:
+        if f == WORLD:
+            out.append((jnp.eye(3, dtype=fk.frame.translation.dtype), jnp.zeros(3, fk.frame.translation.dtype)))
+        else:
+            out.append((fk.frame.rotation[f], fk.frame.translation[f]))
+    return out
+
+
+__all__ = ["KINDS", "LoopClosures", "ROWS"]
