@@ -15,6 +15,27 @@ from sodyn.algorithms.articulated import (
     inverse_mass_matrix_times,
     log_det_mass_matrix,
 )
+from sodyn.algorithms.centroidal import centroidal_inertia, centroidal_momentum, centroidal_momentum_matrix
+from sodyn.algorithms.constrained import (
+    ConstraintForces,
+    constrained_forward_dynamics,
+    constraint_jacobian,
+    constraint_residual,
+)
+from sodyn.algorithms.free_flying import (
+    BaseInvariantDynamics,
+    FreeFlyingInertias,
+    base_invariant_forward_dynamics,
+    body_operational_space_inertias,
+    free_flying_inertias,
+)
+from sodyn.algorithms.hybrid import (
+    HybridResult,
+    UnderactuatedJacobians,
+    hybrid_dynamics,
+    underactuated_computed_torque,
+    underactuated_jacobians,
+)
 from sodyn.algorithms.impulses import ImpactResult, contact_impulse, simultaneous_impulses
 from sodyn.algorithms.inverse_dynamics import bias_forces, gravity_forces, inverse_dynamics
 from sodyn.algorithms.kinematics import (
@@ -54,6 +75,7 @@ from sodyn.configuration import (
     normalize_configuration,
     random_configuration,
 )
+from sodyn.constraints import LoopClosures
 from sodyn.control import OSCOutput, osc_torque, posture_torque, task_pd_acceleration
 from sodyn.io.diagnostics import (
     IgnoredElementWarning,
@@ -71,6 +93,7 @@ from sodyn.runtime import batch, jit, use_cpu_cores
 from sodyn.simulate import (
     GroundContact,
     JointForces,
+    RigidContact,
     Rollout,
     State,
     home_state,
@@ -107,6 +130,13 @@ __all__ = [
     # simulation (sodyn.simulate)
     "GroundContact", "JointForces", "Rollout", "State", "home_state", "monte_carlo", "motors", "position_servos",
     "rollout", "step",
+    "RigidContact",
+    # constrained, prescribed-motion and free-flying dynamics, centroidal momentum
+    "BaseInvariantDynamics", "ConstraintForces", "FreeFlyingInertias", "HybridResult", "LoopClosures",
+    "UnderactuatedJacobians", "base_invariant_forward_dynamics", "body_operational_space_inertias",
+    "centroidal_inertia", "centroidal_momentum", "centroidal_momentum_matrix", "constrained_forward_dynamics",
+    "constraint_jacobian", "constraint_residual", "free_flying_inertias", "hybrid_dynamics",
+    "underactuated_computed_torque", "underactuated_jacobians",
     # loading real robots
     "Actuators", "EqualityConstraints", "Geoms", "IgnoredElementWarning", "InertiaWarning", "Keyframes",
     "LoadWarning", "SingularModelWarning", "UnsupportedElementWarning", "lock_joints",

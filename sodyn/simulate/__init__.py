@@ -5,6 +5,8 @@ ground contact, rollouts and batched Monte Carlo.
 * :func:`rollout`: many steps as one ``lax.scan`` (:mod:`~sodyn.simulate.rollout`);
 * :class:`GroundContact`, :func:`contact_terms`: compliant point contact with friction against a
   plane (:mod:`~sodyn.simulate.contact`);
+* :class:`RigidContact`: rigid frictional contact, impulses from the Delassus matrix of the Ω
+  recursions by projected Gauss–Seidel (:mod:`~sodyn.simulate.rigid_contact`);
 * :func:`motors`, :func:`position_servos`, :func:`actuator_forces`: controls to forces
   (:mod:`~sodyn.simulate.actuation`);
 * :class:`JointForces`: joint limits, friction loss and springs
@@ -28,11 +30,19 @@ from sodyn.simulate.monte_carlo import (
     uniform,
     uniform_scale,
 )
+from sodyn.simulate.rigid_contact import (
+    RigidContact,
+    RigidContactSolution,
+    contact_jacobian,
+    delassus_matrix,
+    solve_rigid_contact,
+)
 from sodyn.simulate.rollout import Rollout, rollout
 from sodyn.simulate.state import State
 from sodyn.simulate.stepping import INTEGRATORS, StepForces, step, step_and_forces
 
 __all__ = [
+    "RigidContact", "RigidContactSolution", "contact_jacobian", "delassus_matrix", "solve_rigid_contact",
     "actuator_forces", "contact_terms", "ContactTerms", "GroundContact", "home_sampler", "home_state",
     "INTEGRATORS", "joint_forces", "joint_potential_energy", "JointForces", "log_uniform_scale", "monte_carlo",
     "MonteCarloResult", "motors", "normal_noise", "ParameterDistribution", "position_servos", "randomize",
