@@ -46,6 +46,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+# as bench/run.py's workers: single-device calls run on the calling thread.  With asynchronous
+# dispatch, MJX's batched step (LAPACK Cholesky of the Newton solver) called after a sodyn call
+# at B = 4096 never returned on a 2-core machine (threads asleep; jaxlib 0.10.2)
+jax.config.update("jax_cpu_enable_async_dispatch", False)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
@@ -493,6 +498,7 @@ def main(argv=None) -> int:
     p.add_argument("--rounds", type=int, default=5, help="interleaved timing rounds (default: 5)")
     p.add_argument("--calls", type=int, default=3, help="calls per variant per round (default: 3)")
     p.add_argument("--profile", action="store_true", help="also time the pieces of the implicit step")
+    p.add_argument("--watchdog", type=float, default=0, help="seconds after which to print the stacks and exit")
     p.add_argument("--quick", action="store_true", help="smoke test: tiny batches and horizons, one round")
     p.add_argument("--out", default=os.path.join(HERE, "results.md"), help="markdown file to update")
     args = p.parse_args(argv)
@@ -503,6 +509,10 @@ def main(argv=None) -> int:
     if bad:
         p.error(f"unknown part(s) {bad}; choose from {PARTS}")
     sd.runtime.reuse_freed_memory()
+    if args.watchdog:
+        import faulthandler
+
+        faulthandler.dump_traceback_later(args.watchdog, exit=True)  # a hang prints where it is
     t0 = time.time()
     solo = Solo()
     funcs = {"step": part_step, "mjx": part_mjx, "grad": part_grad, "checkpoint": part_checkpoint}
