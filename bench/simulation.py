@@ -46,11 +46,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-# as bench/run.py's workers: single-device calls run on the calling thread.  With asynchronous
-# dispatch, MJX's batched step (LAPACK Cholesky of the Newton solver) called after a sodyn call
-# at B = 4096 never returned on a 2-core machine (threads asleep; jaxlib 0.10.2)
-jax.config.update("jax_cpu_enable_async_dispatch", False)
-
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
@@ -441,7 +436,7 @@ def _machine() -> str:
             cpu = m.group(1).strip() if m else cpu
     except OSError:
         pass
-    return f"{cpu}, {os.cpu_count()} CPUs, {len(jax.devices())} JAX device(s), load average {os.getloadavg()[0]:.2f}"
+    return f"{cpu}, {os.cpu_count()} CPUs, {len(jax.devices())} JAX device(s)"
 
 
 def _commit() -> str:
@@ -466,13 +461,29 @@ def _versions() -> str:
     return ", ".join(out)
 
 
-def _write(section: str, path: str) -> None:
-    """Replace (or append) the simulation section of ``path``."""
+INTRO = ("Solo12 (free-flyer, 12 position servos kp = 5, kv = 0.2), four foot spheres r = 0.0175 m on the plane "
+         "z = 0, dt = 1 ms, float32, every variant on one CPU device in one process "
+         "(`jax_cpu_enable_async_dispatch=False`); times are the minimum over interleaved rounds, per sample. "
+         "Each table is rewritten by its own run (`--parts`); its first line says which. The machine is shared: "
+         "the load average at the start of the part is given.\n\n")
+
+
+def _write(parts: dict, path: str) -> None:
+    """Replace the given parts (``name -> markdown``) of the simulation section of ``path``, keeping
+    the other parts' tables from earlier runs."""
     start, end = "<!-- simulation -->", "<!-- /simulation -->"
     text = open(path).read() if os.path.exists(path) else ""
-    block = f"{start}\n{section}{end}\n"
-    if start in text and end in text:
-        text = text[:text.index(start)] + block + text[text.index(end) + len(end) + 1:]
+    old = text[text.index(start):text.index(end) + len(end) + 1] if start in text and end in text else ""
+    kept = {}
+    for name in PARTS:
+        a, b = f"<!-- simulation:{name} -->\n", f"<!-- /simulation:{name} -->"
+        if a in old and b in old:
+            kept[name] = old[old.index(a) + len(a):old.index(b)]
+    kept.update(parts)
+    body = "".join(f"<!-- simulation:{n} -->\n{kept[n]}<!-- /simulation:{n} -->\n\n" for n in PARTS if n in kept)
+    block = f"{start}\n## Simulation (issue 29)\n\n{INTRO}{body}{end}\n"
+    if old:
+        text = text.replace(old, block)
     else:
         text = text.rstrip("\n") + ("\n\n" if text else "") + block
     with open(path, "w") as f:
@@ -508,6 +519,10 @@ def main(argv=None) -> int:
     bad = [x for x in args.parts if x not in PARTS]
     if bad:
         p.error(f"unknown part(s) {bad}; choose from {PARTS}")
+    # as bench/run.py's workers: single-device calls run on the calling thread.  With asynchronous
+    # dispatch, MJX's batched step (LAPACK Cholesky of the Newton solver) called after a sodyn call
+    # at B = 4096 never returned on a 2-core machine (threads asleep; jaxlib 0.10.2)
+    jax.config.update("jax_cpu_enable_async_dispatch", False)
     sd.runtime.reuse_freed_memory()
     if args.watchdog:
         import faulthandler
@@ -516,17 +531,19 @@ def main(argv=None) -> int:
     t0 = time.time()
     solo = Solo()
     funcs = {"step": part_step, "mjx": part_mjx, "grad": part_grad, "checkpoint": part_checkpoint}
-    body = [funcs[x](solo, args) for x in PARTS if x in args.parts]
     argv_s = " ".join(sys.argv[1:] if argv is None else argv)
-    head = (f"## Simulation (issue 29)\n\n"
-            f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d}, commit `{_commit()}`, {_machine()}, "
-            f"{_versions()}; `python bench/simulation.py {argv_s}`".rstrip() + f" (wall {(time.time() - t0) / 60:.1f} min). "
-            "Solo12 (free-flyer, 12 position servos kp = 5, kv = 0.2), four foot spheres r = 0.0175 m on the plane "
-            "z = 0, dt = 1 ms, float32, every variant on one CPU device in one process; times are the minimum "
-            f"over {args.rounds} interleaved rounds of {args.calls} calls, per sample.\n\n")
-    section = head + "\n".join(body)
-    _write(section, args.out)
-    print(section)
+    parts = {}
+    for name in (x for x in PARTS if x in args.parts):
+        load, t1 = os.getloadavg()[0], time.time()
+        table = funcs[name](solo, args)
+        parts[name] = (f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d}, commit `{_commit()}`, "
+                       f"{_machine()}, load average {load:.2f}, {_versions()}; "
+                       f"`python bench/simulation.py {argv_s}`".replace(" `", " `", 1).rstrip()
+                       + f"; {args.rounds} rounds of {args.calls} calls; part wall {(time.time() - t1) / 60:.1f} "
+                       f"min.\n\n" + table)
+        print(parts[name], flush=True)
+    _write(parts, args.out)
+    print(f"total wall {(time.time() - t0) / 60:.1f} min")
     print(f"wrote {args.out}")
     return 0
 
