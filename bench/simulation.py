@@ -4,8 +4,8 @@ Solo12 (free-flyer, 12 PD position servos ``kp = 5``, ``kv = 0.2``) standing on 
 spheres (radius 0.0175 m) against the plane ``z = 0``, time step 1 ms:
 
 1. ``step``: one default (linearly implicit) step with contact, and one ``"semi_implicit"``
-   step, against forward dynamics alone, each under ``sodyn.jit(sodyn.batch(f))`` and under
-   plain ``jax.jit(jax.vmap(f))`` at ``--batch`` samples;
+   step, against forward dynamics alone, each under ``sodyn.jit(sodyn.batch(f))`` (chunks),
+   ``sodyn.jit(jax.vmap(f))`` and plain ``jax.jit(jax.vmap(f))`` at ``--batch`` samples;
 2. ``mjx``: the same step against ``mjx.step`` (the URDF without meshes loaded by MuJoCo, the
    same four spheres and a floor plane, only foot–plane contacts, the same servos as MuJoCo
    ``<position>`` actuators, Newton solver with ``--mjx-iterations`` / ``--mjx-ls-iterations``),
@@ -252,6 +252,7 @@ def part_step(solo: Solo, args) -> str:
     fns = {"FD": (solo.fd_fn(), (q, v, tau)), "step implicit": (solo.step_fn("implicit"), (q, v, u)),
            "step semi_implicit": (solo.step_fn("semi_implicit"), (q, v, u))}
     wrappers = {"sodyn.jit(sodyn.batch)": lambda f: sd.jit(sd.batch(f, devices=None)),
+                "sodyn.jit(jax.vmap)": lambda f: sd.jit(jax.vmap(f)),
                 "jax.jit(jax.vmap)": lambda f: jax.jit(jax.vmap(f))}
     calls, comp = {}, {}
     for wname, wrap in wrappers.items():
