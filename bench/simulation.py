@@ -520,9 +520,10 @@ def main(argv=None) -> int:
     bad = [x for x in args.parts if x not in PARTS]
     if bad:
         p.error(f"unknown part(s) {bad}; choose from {PARTS}")
-    # as bench/run.py's workers: single-device calls run on the calling thread.  With asynchronous
-    # dispatch, MJX's batched step (LAPACK Cholesky of the Newton solver) called after a sodyn call
-    # at B = 4096 never returned on a 2-core machine (threads asleep; jaxlib 0.10.2)
+    # as bench/run.py's workers: single-device calls run on the calling thread.  MJX's batched step
+    # (LAPACK Cholesky of its Newton solver) at B = 4096, called between sodyn calls, sometimes never
+    # returns on a 2-core machine (threads asleep; jaxlib 0.10.2): always with asynchronous dispatch,
+    # still in 2 of 4 runs without it.  --watchdog prints the stack and exits instead of waiting.
     jax.config.update("jax_cpu_enable_async_dispatch", False)
     sd.runtime.reuse_freed_memory()
     if args.watchdog:
