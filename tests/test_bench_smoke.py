@@ -81,3 +81,29 @@ def test_call_floor_is_recorded_and_read_with_the_single_call(tmp_path):
     row = next(r for r in report.targets(ix, "nofusion") if r[0].startswith("single call"))
     assert row[2] == 30.0 and row[4] == "FAIL"
     assert f"a jitted `q + 1` in the same worker: {report._fmt(floor['call_us'])} µs" in row[5], row
+
+
+def test_simulation_bench_models_and_sections(tmp_path):
+    """bench/simulation.py's MuJoCo Solo12 has the sodyn model's dofs and mass, four foot spheres
+    that collide with the floor plane only, and 12 servos; its results section is rewritten
+    part by part, leaving the rest of the file alone (no timing: a few seconds)."""
+    mujoco = pytest.importorskip("mujoco")
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import simulation
+
+    solo = simulation.Solo()
+    mj = simulation.mujoco_solo(2, 4)
+    assert (mj.nq, mj.nv, mj.nu) == (solo.model.nq, solo.model.nv, 12)
+    assert abs(float(mj.body_mass.sum()) - solo.mass) < 1e-5
+    spheres = [i for i in range(mj.ngeom) if mj.geom_type[i] == mujoco.mjtGeom.mjGEOM_SPHERE]
+    planes = [i for i in range(mj.ngeom) if mj.geom_type[i] == mujoco.mjtGeom.mjGEOM_PLANE]
+    assert len(spheres) == 4 and len(planes) == 1 and mj.ngeom == 5
+    assert all(mj.geom_contype[i] == 1 and mj.geom_conaffinity[i] == 0 for i in spheres)
+    assert mj.opt.timestep == simulation.DT and mj.opt.iterations == 2
+    path = tmp_path / "r.md"
+    path.write_text("# r\n\nkeep\n")
+    simulation._write({"step": "S1\n", "mjx": "M1\n"}, str(path))
+    simulation._write({"step": "S2\n"}, str(path))
+    text = path.read_text()
+    assert text.startswith("# r\n\nkeep\n") and "S2\n" in text and "M1\n" in text and "S1" not in text
+    assert text.count("## Simulation (issue 29)") == 1
