@@ -53,9 +53,8 @@ from sodyn.algorithms.common import (
     model_params,
     prepare,
 )
-from sodyn.algorithms.inverse_dynamics import inverse_dynamics
+from sodyn.algorithms.inverse_dynamics import _inverse_dynamics
 from sodyn.algorithms.kinematics import (
-    body_accelerations,
     centred_world_poses_levels,
     velocities_levels,
     world_kinematics_levels,
@@ -341,10 +340,8 @@ def _forward_dynamics_jvp(convention, primals, tangents):
     d_model, dq, dv, dtau, df, d_added = tangents
     qdd, frames, ab = _articulated_forward(model, q, v, tau, f_ext, convention, added)
 
-    def id_at_fixed_acceleration(m, q, v, f, b):
-        if b is not None:  # B_k acts on the recursion's body accelerations (world at −g)
-            f = f - spatial.mv(b, body_accelerations(m, q, v, qdd, gravity=True))
-        return inverse_dynamics(m, q, v, qdd, f)
+    def id_at_fixed_acceleration(m, q, v, f, b):  # B_k acts on the body accelerations (world at −g)
+        return _inverse_dynamics(m, q, v, qdd, f, b)
 
     _, d_id = jax.jvp(id_at_fixed_acceleration, (model, q, v, f_ext, added), (d_model, dq, dv, df, d_added))
     return qdd, inverse_times(model, frames, ab, dtau - d_id)

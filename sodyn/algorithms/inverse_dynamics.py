@@ -37,22 +37,26 @@ from sodyn.sweeps import gather, in_slots, scatter
 from sodyn.topology import dofs_from_levels, dofs_to_levels, to_levels
 
 
-def local_forces_levels(levels, topo, v_blocks, a_blocks, root_acceleration: jax.Array) -> jax.Array:
+def local_forces_levels(levels, topo, v_blocks, a_blocks, root_acceleration: jax.Array,
+                        added=None) -> jax.Array:
     """Each body's own force ``M(k) α(k) + V(k) ×f M(k) V(k)`` (Jain eq. 5.23), by the
     scatter of ``V`` and ``α`` (:func:`~sodyn.algorithms.kinematics.velocities_and_accelerations_levels`),
-    slot layout ``(1, W, 6)``; the world accelerates by ``root_acceleration``."""
+    slot layout ``(1, W, 6)``; the world accelerates by ``root_acceleration``.  ``added``
+    ``(1, W, 6, 6)`` (or ``None``) adds ``B(k) α(k)``: the residual of forward dynamics with
+    ``added_inertia``."""
     vj = joint_motion(levels.axes, v_blocks)
     aj = joint_motion(levels.axes, a_blocks)
     dtype = vj.dtype
 
     def step(parent, level):
-        *motion, inertia = level.x
+        *motion, inertia, extra = level.x
         vel, acc, _ = child_motion(parent, *motion)
         own = spatial.mv(inertia, acc) + spatial.force_cross(vel, spatial.mv(inertia, vel))
+        own = own if extra is None else own + spatial.mv(extra, acc)
         return (vel, acc), tuple(level.per_kernel(own))
 
     root = (jnp.zeros(6, dtype), root_acceleration)
-    return in_slots(scatter(topo, step, root, (levels.rel_r, levels.rel_p, vj, aj, levels.inertia)))
+    return in_slots(scatter(topo, step, root, (levels.rel_r, levels.rel_p, vj, aj, levels.inertia, added)))
 
 
 def body_forces_levels(levels, topo, local_force: jax.Array) -> jax.Array:
@@ -75,12 +79,21 @@ def inverse_dynamics(model: Model, q, v, a, f_ext=None) -> jax.Array:
     damping and armature are included.
     """
     q, v, a, f_ext = check_state(model, q, v, a, "a", f_ext)
+    return _inverse_dynamics(model, q, v, a, f_ext)
+
+
+def _inverse_dynamics(model: Model, q, v, a, f_ext, added=None) -> jax.Array:
+    """:func:`inverse_dynamics` on checked arguments; ``added`` ``(n_bodies, 6, 6)`` adds
+    ``Σ_k J_k* B_k α(k)`` (the residual of ``forward_dynamics(..., added_inertia=B)``)."""
     dtype = q.dtype
     topo = model.topology
     m = model_params(model, dtype)
     levels = prepare(model, q)
+    if added is not None:
+        added = to_levels(topo, added, jnp.zeros((6, 6), dtype))
     local = local_forces_levels(
-        levels, topo, dofs_to_levels(topo, v, 0.0), dofs_to_levels(topo, a, 0.0), gravity_acceleration(m, dtype)
+        levels, topo, dofs_to_levels(topo, v, 0.0), dofs_to_levels(topo, a, 0.0), gravity_acceleration(m, dtype),
+        added,
     )
     if f_ext is not None:
         local = local - to_levels(topo, f_ext, jnp.zeros(6, dtype))
