@@ -373,7 +373,6 @@ def test_centroidal_momentum_matches_pinocchio(case):
 # ---------------------------------------------------------------------------
 
 
-@pytest.mark.fast
 def test_derivatives_match_central_differences_and_vmap():
     model = random_tree(5, seed=4, joint_types=("revolute", "prismatic", "spherical"), floating_base=True, damping=0.1)
     keys = jax.random.split(jax.random.PRNGKey(4), 6)

@@ -158,7 +158,6 @@ def test_underactuated_computed_torque_reaches_the_task_acceleration():
 # ---------------------------------------------------------------------------
 
 
-@pytest.mark.fast
 def test_vmap_and_gradients_central_differences():
     """Reverse-mode gradients of a scalar of ``(θ̈, τ)`` in every argument against central
     differences along random directions (each argument alone and all at once), the

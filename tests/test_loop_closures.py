@@ -259,7 +259,6 @@ def _kkt(model, q, v, tau, g, target, extra_m=None, extra_rhs=None):
     return sol[:model.nv], sol[model.nv:]
 
 
-@pytest.mark.fast
 def test_weld_and_distance_against_dense_oracles():
     """A weld between two arms' tips and a distance to a world point: augmented =
     projected = a dense KKT solve (also off the constraint manifold, with Baumgarte terms);
@@ -310,7 +309,6 @@ def test_added_inertia_against_dense_kkt():
 # ---------------------------------------------------------------------------
 
 
-@pytest.mark.fast
 def test_jit_vmap_grad_against_central_differences():
     """Directional derivatives of θ̈ and G_c*λ with respect to q, v, τ and a link mass: jit of
     vmap (over two states) of grad equals float64 central differences; the vmapped θ̈ equals
@@ -349,7 +347,6 @@ def _scaled_last_mass(model, scale):
 # ---------------------------------------------------------------------------
 
 
-@pytest.mark.fast
 def test_four_bar_drift_over_ten_seconds():
     """10 s of the four-bar falling under gravity (default implicit stepper, dt = 1 ms): the
     closure stays closed to 1e-6 m while the crank swings at up to ~17 rad/s; the recorded

@@ -364,7 +364,6 @@ def test_gradients_through_the_step_match_central_differences(box, case):
         assert abs(float(grad[6])) > 1e-3       # it does while sliding
 
 
-@pytest.mark.fast
 def test_vmap_matches_single_solves(box):
     _, model = box
     _, rigid, q = _box_setup(model, 0.0, 0.5, iterations=ORACLE_ITERATIONS)
