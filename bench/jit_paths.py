@@ -20,8 +20,6 @@ import argparse
 import datetime
 import os
 import platform
-import re
-import subprocess
 import sys
 import time
 
@@ -38,6 +36,7 @@ sys.path.insert(0, HERE)
 
 import equinox as eqx  # noqa: E402
 import models as bm  # noqa: E402
+import provenance  # noqa: E402
 
 import sodyn as sd  # noqa: E402
 from sodyn.io import q_to_pinocchio, v_to_pinocchio  # noqa: E402
@@ -107,25 +106,6 @@ def _time(fn, rounds: int) -> list[float]:
     return out
 
 
-def _machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            m = re.search(r"model name\s*:\s*(.+)", f.read())
-            cpu = m.group(1).strip() if m else cpu
-    except OSError:
-        pass
-    return f"{cpu}, {os.cpu_count()} CPUs, {len(jax.devices())} JAX device(s)"
-
-
-def _commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE, capture_output=True,
-                              text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 def run(args) -> str:
     rows = []
     for name in args.models:
@@ -171,7 +151,7 @@ def run(args) -> str:
 
 def _table(rows, args) -> str:
     head = (f"### Plain `jax.jit`, `eqx.filter_jit` and `sodyn.jit` on one device (jax {jax.__version__})\n\n"
-            f"{datetime.date.today()}, commit `{_commit()}`, {_machine()}, Python {platform.python_version()}. "
+            f"{datetime.date.today()}, commit `{provenance.commit()}`, {provenance.machine()}, Python {platform.python_version()}. "
             f"µs per sample (median of {args.rounds} interleaved rounds of 3 calls), in brackets the ratio to "
             f"`sodyn.jit`; Pinocchio float64, one thread (`abaInParallel`, `rneaInParallel`, `crba` and "
             f"`computeMinverse` loops); `rollout_grad` is `jax.grad` of a {args.steps}-step rollout's loss "

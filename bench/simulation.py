@@ -36,8 +36,6 @@ import datetime
 import math
 import os
 import platform
-import re
-import subprocess
 import sys
 import time
 import xml.etree.ElementTree as ET
@@ -51,6 +49,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
 import models as bm  # noqa: E402
+import provenance  # noqa: E402
 
 import sodyn as sd  # noqa: E402
 from sodyn.simulate import GroundContact, State, position_servos, rollout, step  # noqa: E402
@@ -429,28 +428,6 @@ def part_checkpoint(solo: Solo, args) -> str:
 # ---------------------------------------------------------------------------
 
 
-def _machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            m = re.search(r"model name\s*:\s*(.+)", f.read())
-            cpu = m.group(1).strip() if m else cpu
-    except OSError:
-        pass
-    return f"{cpu}, {os.cpu_count()} CPUs, {len(jax.devices())} JAX device(s)"
-
-
-def _commit() -> str:
-    try:
-        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE, capture_output=True, text=True,
-                             check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=HERE,
-                               capture_output=True, text=True, check=True).stdout.strip()
-        return sha + (" (with uncommitted changes)" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 def _versions() -> str:
     out = [f"python {platform.python_version()}", f"jax {jax.__version__}"]
     try:
@@ -538,8 +515,8 @@ def main(argv=None) -> int:
     for name in (x for x in PARTS if x in args.parts):
         load, t1 = os.getloadavg()[0], time.time()
         table = funcs[name](solo, args)
-        parts[name] = (f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d}, commit `{_commit()}`, "
-                       f"{_machine()}, load average {load:.2f}, {_versions()}; "
+        parts[name] = (f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d}, commit `{provenance.commit()}`, "
+                       f"{provenance.machine()}, load average {load:.2f}, {_versions()}; "
                        f"`python bench/simulation.py {argv_s}`".replace(" `", " `", 1).rstrip()
                        + f"; {args.rounds} rounds of {args.calls} calls; part wall {(time.time() - t1) / 60:.1f} "
                        f"min.\n\n" + table)

@@ -46,44 +46,26 @@ class _Parser(argparse.ArgumentParser):
 # ---------------------------------------------------------------------------
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
-    return value
+def _number(convert, what: str, ok):
+    """An argparse type: ``convert(text)`` that must satisfy ``ok``, else a one-line error
+    naming ``what`` ("a positive integer", ...)."""
+
+    def parse(text: str):
+        try:
+            value = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+        if not ok(value):
+            raise argparse.ArgumentTypeError(f"must be {what}, got {text}")
+        return value
+
+    return parse
 
 
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {value}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
-    if not (value > 0 and value < float("inf")):
-        raise argparse.ArgumentTypeError(f"must be a positive finite number, got {text}")
-    return value
-
-
-def _non_negative_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a non-negative number, got {text!r}") from None
-    if not (value >= 0 and value < float("inf")):
-        raise argparse.ArgumentTypeError(f"must be a non-negative finite number, got {text}")
-    return value
+_positive_int = _number(int, "a positive integer", lambda x: x >= 1)
+_count = _number(int, "a non-negative integer", lambda x: x >= 0)
+_positive_float = _number(float, "a positive finite number", lambda x: 0 < x < float("inf"))
+_non_negative_float = _number(float, "a non-negative finite number", lambda x: 0 <= x < float("inf"))
 
 
 def _fraction(text: str) -> float:

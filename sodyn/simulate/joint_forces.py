@@ -81,11 +81,16 @@ def _onset(e: jax.Array, w: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]
     return pen, ramp, ramp
 
 
-def _limit(x, v, bound, sign, params: JointForces):
-    """One side's limit torque and its slopes; ``sign = +1`` upper, ``−1`` lower.  Infinite
-    bounds give zero (a penetration of −1 never reaches the onset)."""
+def _penetration(x, bound, sign):
+    """How far ``x`` is past one side's bound (``sign = +1`` upper, ``−1`` lower); an infinite
+    bound gives −1, which never reaches the onset."""
     finite = jnp.isfinite(bound)
-    e = jnp.where(finite, sign * (x - jnp.where(finite, bound, 0.0)), -1.0)
+    return jnp.where(finite, sign * (x - jnp.where(finite, bound, 0.0)), -1.0)
+
+
+def _limit(x, v, bound, sign, params: JointForces):
+    """One side's limit torque and its slopes; ``sign = +1`` upper, ``−1`` lower."""
+    e = _penetration(x, bound, sign)
     k, d, w = params.limit_stiffness, params.limit_damping, params.limit_onset
     pen, ramp, gate = _onset(e, w)
     push = k * pen + sign * d * gate * v       # magnitude pushing out of the limit
@@ -136,9 +141,7 @@ def joint_potential_energy(model: Model, params: JointForces, q: jax.Array) -> j
     if params.limits and len(qi):
         w = params.limit_onset
         for bound, sign in ((model.upper_limit, 1.0), (model.lower_limit, -1.0)):
-            b = bound.astype(dtype)[qi]
-            finite = jnp.isfinite(b)
-            e = jnp.where(finite, sign * (q[qi] - jnp.where(finite, b, 0.0)), -1.0)
+            e = _penetration(q[qi], bound.astype(dtype)[qi], sign)
             inside = jnp.clip(e, 0.0, w)
             big = jnp.maximum(e, w)
             potential = jnp.where(e >= w, 0.5 * big * big - 0.5 * w * big + w * w / 6.0, inside ** 3 / (6.0 * w))

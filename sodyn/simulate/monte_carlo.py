@@ -58,6 +58,7 @@ from sodyn.model import Model
 from sodyn.runtime.batching import _batch_devices
 from sodyn.runtime.batching import batch as sd_batch
 from sodyn.runtime.xla import jit
+from sodyn.simulate.contact import GroundContact
 from sodyn.simulate.rollout import rollout as default_rollout
 from sodyn.simulate.state import State
 
@@ -298,14 +299,13 @@ def _root_of(model: Model) -> np.ndarray:
 
 
 def _contact_points(points) -> tuple[np.ndarray, jax.Array]:
-    if isinstance(points, tuple) and len(points) == 2:
+    if isinstance(points, GroundContact):
+        body, pos = points.body, points.position
+    elif isinstance(points, tuple) and len(points) == 2:
         body, pos = points
     else:
-        body = getattr(points, "body", getattr(points, "bodies", None))
-        pos = getattr(points, "points", getattr(points, "position", getattr(points, "positions", None)))
-        if body is None or pos is None:
-            raise TypeError("points must be (body indices (nc,), body-frame positions (nc, 3)) or an object with "
-                            f"attributes 'body' and 'points', got {type(points).__name__}")
+        raise TypeError("points must be (body indices (nc,), body-frame positions (nc, 3)) or a GroundContact, "
+                        f"got {type(points).__name__}")
     body = np.asarray(body, dtype=np.int64).reshape(-1)
     pos = jnp.asarray(pos)
     if pos.shape != (body.shape[0], 3):
@@ -338,8 +338,9 @@ def home_state(
     ``base_height`` if given, else lifted (or lowered) so that the lowest point of their subtree
     is ``clearance`` above the plane.  The points are the body origins and every frame origin
     (merged fixed links such as feet included), plus ``points``: contact points as
-    ``(body indices (nc,), body-frame positions (nc, 3))`` or an object with attributes
-    ``body`` and ``points``.  Fixed-base models are left where they are.
+    ``(body indices (nc,), body-frame positions (nc, 3))`` or a
+    :class:`~sodyn.simulate.GroundContact` (its point centres).  Fixed-base models are left
+    where they are.
 
     ``v = velocity_noise · N(0, 1)`` (zero by default); ``t`` is the start time.
     """
