@@ -5,7 +5,8 @@ a GIF).  :func:`run_notebook` inserts a cell after it that overrides some of tho
 runs a smaller problem, and executes every cell; a failing cell, an ``assert`` in the notebook
 included, fails the test.  The notebooks' assertions are the same in CI and at full size.
 The kernel is this interpreter's (``ipykernel``), started with this process's environment, so
-it sees the XLA flags ``tests/conftest.py`` set and writes no display.
+it sees the XLA flags ``tests/conftest.py`` set; figures come back as PNG outputs (the inline
+backend needs no display).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def run_notebook(name: str, timeout: int = 900, **overrides) -> nbformat.Noteboo
     if overrides:
         source = "\n".join(f"{k} = {v!r}" for k, v in overrides.items())
         nb.cells.insert(parameters_cell_index(nb) + 1, nbformat.v4.new_code_cell(source))
-    env = {"MPLBACKEND": "Agg", "TQDM_DISABLE": "1"}
+    env = {"TQDM_DISABLE": "1"}
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
