@@ -401,3 +401,17 @@ def test_added_inertia_in_forward_dynamics(setup, dense):
                                                                                                wrench)
         a = sd.forward_dynamics(model, q, v, tau, f_k, added_inertia=b_k)
         assert rel_err(a, np.linalg.solve(lhs, rhs)) < 1e-8
+
+
+def test_spread_sum_matches_add_at():
+    """Per-point values summed into their bodies (repeated, missing and unordered targets)."""
+    from sodyn.simulate.static_index import spread_sum
+
+    target = np.array([3, 0, 3, 5, 3])
+    x = np.random.default_rng(0).standard_normal((5, 6, 6))
+    expected = np.zeros((7, 6, 6))
+    np.add.at(expected, target, x)
+    np.testing.assert_allclose(spread_sum(jnp.asarray(x), target, 7), expected, rtol=0, atol=1e-15)
+    assert spread_sum(jnp.zeros((0, 3)), np.zeros(0, int), 4).shape == (4, 3)
+    with pytest.raises(ValueError, match="targets must lie"):
+        spread_sum(jnp.asarray(x), np.array([0, 1, 2, 3, 7]), 7)

@@ -24,6 +24,7 @@ import numpy as np
 from sodyn.joints import KERNEL_OF
 from sodyn.model import Model
 from sodyn.model_data import Actuators
+from sodyn.simulate.static_index import spread_sum
 
 
 class ActuatorTerms(NamedTuple):
@@ -123,11 +124,10 @@ def actuator_forces(model: Model, actuators: Actuators | None, q: jax.Array, v: 
     f = jnp.clip(raw, act.force_range[:, 0], act.force_range[:, 1])
     free = (raw > act.force_range[:, 0]) & (raw < act.force_range[:, 1])  # not saturated
     g2 = act.gear * act.gear
-    zero = jnp.zeros(model.nv, dtype)
     return ActuatorTerms(
-        zero.at[dof].add(act.gear * f),
-        zero.at[dof].add(jnp.where(free, jnp.maximum(-g2 * act.bias[:, 1], 0.0), 0.0)),
-        zero.at[dof].add(jnp.where(free, jnp.maximum(-g2 * act.bias[:, 2], 0.0), 0.0)),
+        spread_sum(act.gear * f, dof, model.nv),
+        spread_sum(jnp.where(free, jnp.maximum(-g2 * act.bias[:, 1], 0.0), 0.0), dof, model.nv),
+        spread_sum(jnp.where(free, jnp.maximum(-g2 * act.bias[:, 2], 0.0), 0.0), dof, model.nv),
         f,
     )
 

@@ -71,6 +71,7 @@ from sodyn import spatial
 from sodyn.algorithms.common import check_vector, joint_motion, model_params, prepare
 from sodyn.model import Model
 from sodyn.runtime.tuning import FORWARD_UNROLL
+from sodyn.simulate.static_index import spread_sum
 from sodyn.sweeps import in_slots, scatter
 from sodyn.topology import dofs_to_levels
 
@@ -495,21 +496,13 @@ def _sts(r: jax.Array) -> jax.Array:
 
 
 def _pick(x: jax.Array, index: np.ndarray) -> jax.Array:
-    """``x[index]`` for a static ``index``, by static slices (a gather is slow on XLA:CPU)."""
-    rows = spatial.unstack(x, 0)
-    return jnp.stack([rows[i] for i in index])
+    """``x[index]`` for a static ``index``."""
+    return x[np.asarray(index)]
 
 
 def _per_body(model: Model, body: np.ndarray, x: jax.Array) -> jax.Array:
-    """Sum per-point values ``(nc, ...)`` into their bodies ``(n_bodies, ...)``, by static
-    slices and adds (on XLA:CPU a one-hot contraction or a segment sum here costs several times
-    the whole contact computation)."""
-    points = spatial.unstack(x, 0)
-    zero = jnp.zeros(x.shape[1:], x.dtype)
-    rows = [zero] * model.n_bodies
-    for i, k in enumerate(body):
-        rows[k] = points[i] if rows[k] is zero else rows[k] + points[i]
-    return jnp.stack(rows)
+    """Sum per-point values ``(nc, ...)`` into their bodies ``(n_bodies, ...)``."""
+    return spread_sum(x, body, model.n_bodies)
 
 
 def restitution_coefficient(stiffness, damping, mass) -> jax.Array:

@@ -30,6 +30,7 @@ import numpy as np
 from sodyn.configuration import difference
 from sodyn.joints import KERNEL_OF
 from sodyn.model import Model
+from sodyn.simulate.static_index import spread_sum
 
 
 class JointForces(eqx.Module):
@@ -122,9 +123,9 @@ def joint_forces(model: Model, params: JointForces, q: jax.Array, v: jax.Array) 
         x, xd = q[qi], v[vi]
         upper = _limit(x, xd, model.upper_limit.astype(dtype)[qi], 1.0, params)
         lower = _limit(x, xd, model.lower_limit.astype(dtype)[qi], -1.0, params)
-        force = force.at[vi].add(upper[0] + lower[0])
-        stiffness = stiffness.at[vi].add(upper[1] + lower[1])
-        damping = damping.at[vi].add(upper[2] + lower[2])
+        force = force + spread_sum(upper[0] + lower[0], vi, model.nv)
+        stiffness = stiffness + spread_sum(upper[1] + lower[1], vi, model.nv)
+        damping = damping + spread_sum(upper[2] + lower[2], vi, model.nv)
     return JointTerms(force, stiffness, damping)
 
 
