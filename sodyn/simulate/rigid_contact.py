@@ -23,15 +23,25 @@ relaxation: a sliding contact does not lift off):
     0 ≤ λ_n ⟂ v_n⁺ − b ≥ 0,        |λ_t| ≤ μ λ_n,        λ_t = −μ λ_n v_t⁺ / |v_t⁺|  when v_t⁺ ≠ 0.
 
 The normal target ``b`` holds the gap, Newton's restitution law of Alexiou's impulse note
-(eq. 22: ``v_bounce = −ε v_imp``, with the approach velocity ``v_imp = v_n`` at the start of
-the step) and a Baumgarte-style penetration recovery, with the signed distance ``φ = n·p_c − h``:
+(eq. 22: ``v_bounce = −ε v_imp``, with the approach speed ``v_imp = max(−v_n, 0)`` of ``J v``
+at the start of the step) and a Baumgarte-style penetration recovery, with the signed
+distance ``φ = n·p_c − h`` at the start of the step and ``v_n^free`` the normal velocity of
+``J v_free``:
 
-    b = max(ε max(−v_n, 0), β max(−φ, 0) / dt) − max(φ, 0) / dt.
+    b = max(ε v_imp, β max(−φ, 0) / dt)     if φ ≤ 0 (touching or penetrating),
+    b = ε v_imp                              if φ > 0, φ + dt v_n^free < 0 and ε v_imp > 0,
+    b = −φ / dt                              otherwise (φ > 0).
 
-A point above the plane may approach it by ``φ`` in the step; a penetrating one is pushed out
-at the rate ``β |φ| / dt``.  Points farther than ``margin`` from the plane (``φ ≥ margin``)
-are masked out of the solve (their impulse is exactly zero; the mask is a comparison, so it
-has no gradient and no NaN).
+A point above the plane may approach it by ``φ`` in the step (speculative contact: with
+``ε = 0`` it lands exactly on the plane at the end of the step); a penetrating one is pushed
+out at the rate ``β |φ| / dt``.  A point that would reach the plane within the step
+(``φ + dt v_n^free < 0``) with ``ε v_imp > 0`` leaves at ``ε v_imp``, wherever in the step the
+impact falls: restitution acts on the velocity (its position is then off by at most
+``(1 + ε) φ < (1 + ε) v_imp dt``), as in Box2D's restitution pass.  A speculative target
+``ε v_imp − φ / dt`` instead would lose up to all of the rebound speed, depending on where in
+the step the point meets the plane.  Points farther than ``margin`` from the plane
+(``φ ≥ margin``) are masked out of the solve (their impulse is exactly zero; the mask is a
+comparison, so it has no gradient and no NaN).
 
 **Delassus matrix** from the Ω recursions: the body frames of the contact bodies are 6D tasks,
 ``Λ⁻¹ = J_B 𝓜⁻¹ J_B*`` comes from :func:`sodyn.operational_space_compliance`'s sweeps (Jain
@@ -284,6 +294,16 @@ def gauss_seidel(w: jax.Array, g: jax.Array, friction: jax.Array, active: jax.Ar
     return lam.reshape(nc, 3)
 
 
+def normal_target(phi, u_n, u_free_n, restitution, baumgarte, dt) -> jax.Array:
+    """The normal velocity target ``b`` of each point (module docstring) from its distance
+    ``φ``, the normal velocities ``u_n`` of ``J v`` and ``u_free_n`` of ``J v_free``, the
+    restitution ``ε``, the Baumgarte factor ``β`` and the step ``dt``."""
+    bounce = restitution * jnp.maximum(-u_n, 0.0)                      # ε v_imp
+    touching = jnp.maximum(bounce, baumgarte * jnp.maximum(-phi, 0.0) / dt)
+    impact = (phi + dt * u_free_n < 0.0) & (bounce > 0.0)              # meets the plane within the step
+    return jnp.where(phi <= 0.0, touching, jnp.where(impact, bounce, -phi / dt))
+
+
 def solve_rigid_contact(model: Model, contact: RigidContact, q, v, v_free, dt) -> RigidContactSolution:
     """The contact impulses of one step and ``v⁺`` (module docstring): ``v`` the velocity at
     the start of the step (for restitution), ``v_free`` the velocity the step reaches without
@@ -308,8 +328,7 @@ def solve_rigid_contact(model: Model, contact: RigidContact, q, v, v_free, dt) -
     phi = pts.distance
     eps = jnp.broadcast_to(contact.restitution.astype(dtype), phi.shape)
     beta = contact.baumgarte.astype(dtype)
-    bias = (jnp.maximum(eps * jnp.maximum(-u0[:, 0], 0.0), beta * jnp.maximum(-phi, 0.0) / dt)
-            - jnp.maximum(phi, 0.0) / dt)
+    bias = normal_target(phi, u0[:, 0], u_free[:, 0], eps, beta, dt)
     active = phi < contact.margin.astype(dtype)
     mu = jnp.broadcast_to(ground.friction.astype(dtype), phi.shape)
     g = u_free - jnp.concatenate([bias[:, None], jnp.zeros((len(phi), 2), dtype)], axis=-1)
@@ -331,4 +350,4 @@ def rigid_contact_step(model: Model, contact: RigidContact, state: State, v_free
 
 
 __all__ = ["RigidContact", "RigidContactSolution", "contact_frame", "contact_jacobian", "delassus_matrix",
-           "gauss_seidel", "rigid_contact_step", "solve_rigid_contact"]
+           "gauss_seidel", "normal_target", "rigid_contact_step", "solve_rigid_contact"]
