@@ -71,7 +71,7 @@ from sodyn import spatial
 from sodyn.algorithms.common import check_vector, joint_motion, model_params, prepare
 from sodyn.model import Model
 from sodyn.runtime.tuning import FORWARD_UNROLL
-from sodyn.simulate.static_index import spread_sum
+from sodyn.simulate.static_index import spread_sum, take
 from sodyn.sweeps import in_slots, scatter
 from sodyn.topology import dofs_to_levels
 
@@ -455,7 +455,7 @@ def contact_terms(model: Model, contact: GroundContact, q, v, dt=None) -> Contac
     m = model_params(model, dtype)
     wr, wp, vel = _body_states(model, q, v)
     slots = np.asarray(topo.body_flat)[body]
-    rot, origin, twist = (_pick(x.reshape((topo.width,) + x.shape[2:]), slots) for x in (wr, wp, vel))  # per point
+    rot, origin, twist = (take(x.reshape((topo.width,) + x.shape[2:]), slots) for x in (wr, wp, vel))  # per point
 
     position, radius = contact.position.astype(dtype), contact.radius.astype(dtype)
     n, h = contact.normal.astype(dtype), contact.height.astype(dtype)
@@ -493,11 +493,6 @@ def _sts(r: jax.Array) -> jax.Array:
     top = jnp.concatenate([spatial.scale_matrix(spatial.dot(r, r), eye) - r[..., :, None] * r[..., None, :], rx], -1)
     bottom = jnp.concatenate([-rx, eye], -1)
     return jnp.concatenate([top, bottom], -2)
-
-
-def _pick(x: jax.Array, index: np.ndarray) -> jax.Array:
-    """``x[index]`` for a static ``index``."""
-    return x[np.asarray(index)]
 
 
 def _per_body(model: Model, body: np.ndarray, x: jax.Array) -> jax.Array:

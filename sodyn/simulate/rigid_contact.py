@@ -86,8 +86,9 @@ from sodyn.algorithms.common import check_vector
 from sodyn.algorithms.kinematics import frame_jacobians
 from sodyn.configuration import integrate
 from sodyn.model import Model
-from sodyn.simulate.contact import GroundContact, _body_states, _check_bodies, _concrete, _pick
+from sodyn.simulate.contact import GroundContact, _body_states, _check_bodies, _concrete
 from sodyn.simulate.state import State
+from sodyn.simulate.static_index import take
 
 #: Default number of Gauss–Seidel sweeps.
 ITERATIONS = 50
@@ -215,7 +216,7 @@ def _kinematics(model: Model, ground: GroundContact, q, velocities):
     twists = []
     for w in velocities:
         wr, wp, vel = _body_states(model, q, w)
-        rot, origin, twist = (_pick(x.reshape((width,) + x.shape[2:]), slots) for x in (wr, wp, vel))
+        rot, origin, twist = (take(x.reshape((width,) + x.shape[2:]), slots) for x in (wr, wp, vel))
         twists.append(twist)
     return _points(model, ground, rot, origin), twists
 

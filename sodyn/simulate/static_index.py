@@ -1,4 +1,4 @@
-"""Sums into static slots: ``out[j] = Σ_{i : target[i] = j} x[i]`` for a static ``target``.
+"""Static gathers and sums into static slots: ``x[index]`` and ``out[j] = Σ_{i : target[i] = j} x[i]``.
 
 The simulation terms are computed per point or per actuator and summed into bodies or dofs.
 With ``target`` known when tracing, the sum is one gather from ``x`` padded with a zero row per
@@ -62,4 +62,25 @@ def _spread_sum_jvp(target, n, primals, tangents):
     return _spread_sum(x, target, n), jnp.stack(out)
 
 
-__all__ = ["spread_sum"]
+def take(x: jax.Array, index: np.ndarray) -> jax.Array:
+    """``x[index]`` for a static integer ``index (m,)``: the value by a gather, its derivative
+    by static slices and a stack (so reverse mode needs no scatter-add)."""
+    index = tuple(int(i) for i in np.asarray(index, np.int64).reshape(-1))
+    if any(i < 0 or i >= x.shape[0] for i in index):
+        raise ValueError(f"take: indices must lie in [0, {x.shape[0]}), got {index}")
+    return _take(x, index)
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(1,))
+def _take(x: jax.Array, index: tuple[int, ...]) -> jax.Array:
+    return x[np.asarray(index)]
+
+
+@_take.defjvp
+def _take_jvp(index, primals, tangents):
+    (x,), (dx,) = primals, tangents
+    rows = spatial.unstack(dx, 0)
+    return _take(x, index), jnp.stack([rows[i] for i in index])
+
+
+__all__ = ["spread_sum", "take"]
