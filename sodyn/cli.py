@@ -14,7 +14,6 @@ import argparse
 import os
 import re
 import sys
-import time
 from collections.abc import Sequence
 
 BUILTINS = ("pendulum_chain", "double_pendulum", "cart_pole", "cdi_satellite", "humanoid_like")
@@ -195,39 +194,6 @@ def contact_for(model, clearance: float = CLEARANCE):
 # ---------------------------------------------------------------------------
 
 
-class _CompileClock:
-    """Wall time JAX spends tracing, lowering and compiling (the union of its monitoring spans)."""
-
-    EVENTS = ("/jax/core/compile/jaxpr_trace_duration", "/jax/core/compile/jaxpr_to_mlir_module_duration",
-              "/jax/core/compile/backend_compile_duration")
-
-    def __init__(self):
-        self.spans: list[tuple[float, float]] = []
-
-    def __call__(self, event, start, end, **_):
-        if event in self.EVENTS:
-            self.spans.append((start, end))
-
-    def __enter__(self):
-        import jax
-
-        jax.monitoring.register_event_time_span_listener(self)
-        return self
-
-    def __exit__(self, *exc):
-        import jax
-
-        jax.monitoring.unregister_event_time_span_listener(self)
-
-    def seconds(self) -> float:
-        total, reach = 0.0, float("-inf")
-        for start, end in sorted(self.spans):
-            if end > reach:
-                total += end - max(start, reach)
-                reach = end
-        return total
-
-
 def _summary(per_step_energy: bool):
     """The per-sample summary: ``final_q``, ``finite``, ``energy_end`` ``E(T)``, ``energy_drift =
     |E(T) − E(dt)| / max(|E(dt)|, 1 J)`` (``E`` kinetic + gravitational potential energy after
@@ -303,13 +269,9 @@ def _simulate(args) -> int:
         kwargs["contact"] = contact
     key = jax.random.PRNGKey(args.seed)
 
-    with _CompileClock() as clock:
-        t0 = time.perf_counter()
-        result = sd.monte_carlo(model, dist, sampler, None, args.dt, args.steps, args.batch, key, keep="final",
-                                summary=_summary(bool(args.plot)), **kwargs)
-        total_s = time.perf_counter() - t0
-    compile_s = min(clock.seconds(), total_s)
-    run_s = total_s - compile_s
+    result = sd.monte_carlo(model, dist, sampler, None, args.dt, args.steps, args.batch, key, keep="final",
+                            summary=_summary(bool(args.plot)), **kwargs)
+    compile_s, run_s = result.compile_seconds, result.seconds - result.compile_seconds
 
     drift = result.values["energy_drift"]
     ok = result.finite

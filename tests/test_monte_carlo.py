@@ -111,6 +111,7 @@ def test_keep_modes_user_summary_and_floating_base():
     assert res.stats["base_height"].mean.shape == (4,)
     assert np.all(res.initial.q[:, 2] > 0.5) and res.finite.all()
     np.testing.assert_allclose(res.values["finite"], 1.0)
+    assert 0.0 < res.compile_seconds < res.seconds  # the call compiles its program, then runs it
 
     chain = sd.models.pendulum_chain(2)
     one_arg = mc.monte_carlo(chain, None, None, None, 0.01, 3, 5, jax.random.PRNGKey(0), progress=False,
@@ -259,6 +260,29 @@ def test_home_state_on_solo12_and_keyframes():
     keys = jax.random.split(jax.random.PRNGKey(5), 8)
     states = jax.jit(jax.vmap(lambda k: mc.home_state(solo, k, noise=0.3, clearance=0.01)))(keys)
     _check_home_states(solo, states, clearance=0.01)
+
+    # from a given posture (standing, knees bent): joints kept, the base lifted onto the feet
+    stand = np.array([0.1, 0.8, -1.6, -0.1, 0.8, -1.6, 0.1, -0.8, 1.6, -0.1, -0.8, 1.6])
+    posture = np.concatenate([[0.3, -0.2, 1.0, 1.0, 0.0, 0.0, 0.0], stand])
+    standing = mc.home_state(solo, keys[0], q=posture, noise=0.0, orientation_noise=0.0, clearance=0.005)
+    np.testing.assert_allclose(standing.q[7:], stand, atol=1e-12)
+    np.testing.assert_allclose(standing.q[:2], posture[:2], atol=1e-12)
+    _check_home_states(solo, jax.tree_util.tree_map(lambda x: x[None], standing), clearance=0.005)
+    assert 0.15 < float(standing.q[2]) < 0.3  # the bent legs, not the straight neutral ones (≈ 0.34 m)
+    sampler = mc.home_sampler(q=posture, noise=0.05, clearance=0.005)
+    noisy = jax.jit(jax.vmap(lambda k: sampler(k, solo)))(keys)
+    _check_home_states(solo, noisy, clearance=0.005)
+    assert 0.02 < float(np.std(noisy.q[:, 7:] - stand)) < 0.1
+    # a GroundContact's spheres: their bottoms, not their centres, start `clearance` above the ground
+    feet = sd.GroundContact.at_frames(solo, [f"{leg}_FOOT" for leg in ("FL", "FR", "HL", "HR")], radius=0.0175)
+    on_feet = mc.home_state(solo, keys[0], q=posture, noise=0.0, orientation_noise=0.0, clearance=0.005,
+                            points=feet)
+    gap = -sd.simulate.contact_terms(solo, feet, on_feet.q, jnp.zeros(solo.nv)).penetration
+    np.testing.assert_allclose(np.min(gap), 0.005, atol=1e-9)
+    with pytest.raises(ValueError, match="not both"):
+        mc.home_state(solo, keys[0], q=posture, keyframe="bent")
+    with pytest.raises(ValueError, match=r"q must have shape \(19,\)"):
+        mc.home_state(solo, keys[0], q=stand)
 
     b = sd.ModelBuilder()
     b.add_body("a", None, sd.JointSpec.revolute((0, 1, 0)), mass=1.0)

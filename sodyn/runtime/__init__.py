@@ -6,6 +6,8 @@ Nothing here changes a result beyond floating-point rounding; each module tunes 
 * :mod:`~sodyn.runtime.batching`: :func:`batch`, a function mapped over a batch in
   cache-sized chunks and split across devices;
 * :mod:`~sodyn.runtime.devices`: :func:`use_cpu_cores`, one JAX CPU device per core;
+* :mod:`~sodyn.runtime.clock`: :class:`~sodyn.runtime.clock.CompileClock`, the time JAX spends
+  compiling (``sodyn.monte_carlo`` reports it);
 * :mod:`~sodyn.runtime.allocator`: :func:`reuse_freed_memory`, glibc's ``malloc`` keeping large
   freed buffers (or the ``MALLOC_*`` environment variables it documents);
 * :mod:`~sodyn.runtime.trig`: ``sincos``, sine and cosine that XLA:CPU vectorises;

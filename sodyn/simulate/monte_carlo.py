@@ -38,6 +38,7 @@ so any sample can be recomputed alone (the tests compare 8 of 1024 samples with 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import sys
 import time
@@ -51,12 +52,14 @@ import jax.numpy as jnp
 import numpy as np
 from jax.extend.core import Literal
 
+from sodyn.algorithms.common import check_vector
 from sodyn.algorithms.kinematics import forward_kinematics, kinetic_energy, potential_energy
 from sodyn.configuration import integrate
 from sodyn.joints import KERNEL_OF
 from sodyn.model import Model
 from sodyn.runtime.batching import _batch_devices
 from sodyn.runtime.batching import batch as sd_batch
+from sodyn.runtime.clock import CompileClock
 from sodyn.runtime.xla import jit
 from sodyn.simulate.contact import GroundContact
 from sodyn.simulate.rollout import rollout as default_rollout
@@ -298,9 +301,11 @@ def _root_of(model: Model) -> np.ndarray:
     return root
 
 
-def _contact_points(points) -> tuple[np.ndarray, jax.Array]:
+def _contact_points(points) -> tuple[np.ndarray, jax.Array, jax.Array]:
+    """``(body indices, body-frame positions, radii)`` of ``points`` (radii zero for a tuple)."""
+    radius = None
     if isinstance(points, GroundContact):
-        body, pos = points.body, points.position
+        body, pos, radius = points.body, points.position, points.radius
     elif isinstance(points, tuple) and len(points) == 2:
         body, pos = points
     else:
@@ -310,7 +315,8 @@ def _contact_points(points) -> tuple[np.ndarray, jax.Array]:
     pos = jnp.asarray(pos)
     if pos.shape != (body.shape[0], 3):
         raise ValueError(f"points: positions must have shape ({body.shape[0]}, 3), got {pos.shape}")
-    return body, pos
+    radius = jnp.zeros(body.shape[0], pos.dtype) if radius is None else jnp.broadcast_to(radius, body.shape)
+    return body, pos, radius
 
 
 def home_state(
@@ -319,6 +325,7 @@ def home_state(
     *,
     noise: float = 0.05,
     keyframe: str | None = None,
+    q=None,
     orientation_noise: float = 0.02,
     velocity_noise: float = 0.0,
     base_height: float | None = None,
@@ -328,18 +335,21 @@ def home_state(
 ):
     """A random state near the model's home configuration (a ``State(q, v, t)``).
 
-    ``q`` starts at ``model.q_neutral`` or at the keyframe called ``keyframe``, and moves on the
-    manifold by ``sodyn.integrate`` with a random velocity-space step: ``noise · N(0, 1)`` on
-    every hinge (radians or metres) and on each spherical joint's rotation (and a planar joint's
-    angle), ``orientation_noise · N(0, 1)`` on each floating base's orientation (quaternions
-    stay unit).  Hinges are then clipped to their finite limits.
+    ``q`` starts at ``model.q_neutral``, at the keyframe called ``keyframe``, or at the given
+    configuration ``q (nq,)`` (e.g. a robot's standing posture; a floating base's height in it
+    is replaced as below), and moves on the manifold by ``sodyn.integrate`` with a random
+    velocity-space step: ``noise · N(0, 1)`` on every hinge (radians or metres) and on each
+    spherical joint's rotation (and a planar joint's angle), ``orientation_noise · N(0, 1)`` on
+    each floating base's orientation (quaternions stay unit).  Hinges are then clipped to their
+    finite limits.
 
     Floating bases (root free joints) are put above the ground plane ``z = 0``: at height
     ``base_height`` if given, else lifted (or lowered) so that the lowest point of their subtree
     is ``clearance`` above the plane.  The points are the body origins and every frame origin
     (merged fixed links such as feet included), plus ``points``: contact points as
     ``(body indices (nc,), body-frame positions (nc, 3))`` or a
-    :class:`~sodyn.simulate.GroundContact` (its point centres).  Fixed-base models are left
+    :class:`~sodyn.simulate.GroundContact` (the bottoms of its spheres, ``radius`` below their
+    centres, so its feet start ``clearance`` above the plane).  Fixed-base models are left
     where they are.
 
     ``v = velocity_noise · N(0, 1)`` (zero by default); ``t`` is the start time.
@@ -349,7 +359,11 @@ def home_state(
         if np.ndim(val) != 0 or not np.isfinite(float(val)) or float(val) < 0:
             raise ValueError(f"home_state: {name} must be a finite non-negative number, got {val!r}")
     dtype = model.mass.dtype
-    if keyframe is None:
+    if q is not None and keyframe is not None:
+        raise ValueError("home_state: give a start configuration q or a keyframe, not both")
+    if q is not None:
+        q0 = check_vector(model, q, model.nq, "home_state: q", dtype)
+    elif keyframe is None:
         q0 = jnp.asarray(model.q_neutral, dtype)
     else:
         q0 = jnp.asarray(model.keyframes[keyframe][0], dtype)
@@ -385,9 +399,9 @@ def home_state(
             zs.append(fk.frame.translation[on_body, 2])
             owners.append(root[fb[on_body]])
             if points is not None:
-                body, pos = _contact_points(points)
+                body, pos, radius = _contact_points(points)
                 world = fk.body.translation[body] + jnp.einsum("nij,nj->ni", fk.body.rotation[body], pos.astype(dtype))
-                zs.append(world[:, 2])
+                zs.append(world[:, 2] - radius.astype(dtype))
                 owners.append(root[body])
             z, owner = jnp.concatenate(zs), np.concatenate(owners)
             lowest = jnp.stack([jnp.min(jnp.where(owner == r, z, jnp.inf)) for r in roots])
@@ -490,7 +504,10 @@ class MonteCarloResult:
       key (e.g. ``"model.mass"``); ``initial``: the initial states (a batched ``State``);
     - ``final``: the final states (``keep="final"`` or ``"trajectories"``), ``trajectories``:
       the rollouts (``keep="trajectories"``), else ``None``;
-    - ``param_keys``, ``state_keys``: the keys of each sample (:func:`sample_keys`).
+    - ``param_keys``, ``state_keys``: the keys of each sample (:func:`sample_keys`);
+    - ``seconds``: the call's wall time, ``compile_seconds``: the part of it JAX spent tracing
+      and compiling (:class:`sodyn.runtime.clock.CompileClock`), so a run's throughput is
+      ``batch · steps / (seconds − compile_seconds)`` sample-steps per second.
     """
 
     batch: int
@@ -503,6 +520,8 @@ class MonteCarloResult:
     trajectories: Any
     param_keys: np.ndarray
     state_keys: np.ndarray
+    seconds: float = float("nan")
+    compile_seconds: float = float("nan")
 
 
 # ---------------------------------------------------------------------------
@@ -559,6 +578,21 @@ def _key_dependent(jaxpr) -> list[bool]:
     return [not isinstance(v, Literal) and id(v) in dep for v in jaxpr.jaxpr.outvars]
 
 
+def _timed(fn: Callable[..., MonteCarloResult]) -> Callable[..., MonteCarloResult]:
+    """``fn`` with its result's ``seconds`` (wall time) and ``compile_seconds`` filled in."""
+
+    @functools.wraps(fn)
+    def timed(*args, **kwargs) -> MonteCarloResult:
+        start = time.perf_counter()
+        with CompileClock() as clock:
+            result = fn(*args, **kwargs)
+        total = time.perf_counter() - start
+        return dataclasses.replace(result, seconds=total, compile_seconds=min(clock.seconds(), total))
+
+    return timed
+
+
+@_timed
 def monte_carlo(
     model: Model,
     sample_params: ParameterDistribution | Callable | Mapping | None,
@@ -604,7 +638,8 @@ def monte_carlo(
       -> Rollout(states, tau, contact_force)``; default ``sodyn.simulate.rollout``.
 
     Sample ``i`` uses ``sample_keys(key, batch)[0][i]`` and ``[1][i]`` (see the module doc),
-    so its result equals a direct call on those keys.
+    so its result equals a direct call on those keys.  The result also holds the call's wall
+    time and compile time (``seconds``, ``compile_seconds``): each call compiles its program anew.
     """
     # -- arguments --------------------------------------------------------------
     if not isinstance(model, Model):
