@@ -34,6 +34,7 @@ from sodyn.algorithms.common import check_vector, mass_parameter_levels, model_p
 from sodyn.algorithms.kinematics import centred_world_poses_levels, world_subspace_blocks
 from sodyn.contraction import contract
 from sodyn.model import Model
+from sodyn.runtime.tuning import BLOCK_PRODUCT_MATMUL_SIZE
 from sodyn.spatial import apply_inertia, world_inertia_parameters
 from sodyn.sweeps import gather, in_slots
 from sodyn.topology import dofs_from_levels, from_levels
@@ -81,11 +82,20 @@ def mass_matrix(model: Model, q) -> jax.Array:
     axes_blocks = world_subspace_blocks(model.topology, levels, wr, wp)
     axes = dofs_from_levels(topo, axes_blocks)  # (nv, 6): H*_w per dof
     f = dofs_from_levels(topo, world_composites(model, wr, wp, axes_blocks))  # R_w(k) H*_w(k) per dof
-    outer = contract("...ij,...kj->...ik", axes, f)  # H*_w(i)ᵀ R_w(k) H*_w(k)
+    outer = _pairs(axes, f)  # H*_w(i)ᵀ R_w(k) H*_w(k)
     ancestor = topo.support[topo.dof_body].T  # [i, k]: dof i's body is k's body or an ancestor
     strict = ancestor & (topo.dof_body[:, None] != topo.dof_body[None, :])
     full = jnp.where(ancestor, outer, 0.0) + jnp.where(strict, outer, 0.0).T
     return full + jnp.diag(model_params(model, q.dtype).armature)
+
+
+def _pairs(axes: jax.Array, f: jax.Array) -> jax.Array:
+    """``axes fᵀ`` ``(nv, nv)``: one ``dot_general`` above
+    :data:`~sodyn.runtime.tuning.BLOCK_PRODUCT_MATMUL_SIZE` multiply-adds, else one
+    :func:`~sodyn.contraction.contract` (faster on small blocks on XLA:CPU)."""
+    if axes.shape[0] * f.shape[0] * axes.shape[1] > BLOCK_PRODUCT_MATMUL_SIZE:
+        return jnp.einsum("ij,kj->ik", axes, f)
+    return contract("...ij,...kj->...ik", axes, f)
 
 
 def composite_inertias(model: Model, q) -> jax.Array:

@@ -55,7 +55,8 @@ FORWARD_UNROLL = 2
 #: where the quadratic sum would cost more than the extra work per level.
 MASKED_VELOCITY_SLOTS = 16
 
-#: Above this many multiply-adds per sample, the per-slot block products of ``𝓜⁻¹`` are one
-#: ``dot_general`` (``jnp.einsum``); below it, one :func:`~sodyn.contraction.contract`, which is
-#: faster on small blocks on XLA:CPU while ``dot_general`` wins on large ones.
+#: Above this many multiply-adds per sample, the per-slot block products of ``𝓜⁻¹`` and the
+#: dof-pair products that assemble ``𝓜`` are one ``dot_general`` (``jnp.einsum``); below it,
+#: one :func:`~sodyn.contraction.contract`, which is faster on small blocks on XLA:CPU while
+#: ``dot_general`` wins on large ones.
 BLOCK_PRODUCT_MATMUL_SIZE = 2048
