@@ -58,7 +58,6 @@ distance row ``|p_a − p_b| − d``; their velocity rows are exact at ``𝔡 = 
 
 from __future__ import annotations
 
-import functools
 from typing import NamedTuple
 
 import jax
@@ -66,17 +65,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from sodyn import spatial
-from sodyn.algorithms import operational_space as osm
-from sodyn.algorithms.articulated import (
-    body_frames,
-    forward_dynamics,
-    inverse_times,
-    riccati_and_innovations,
-)
-from sodyn.algorithms.common import check_state, prepare
-from sodyn.algorithms.kinematics import forward_kinematics, frame_jacobians, frame_motions
+from sodyn.algorithms.articulated import accelerations, body_frames, riccati_and_innovation_columns
+from sodyn.algorithms.common import Levels, check_state, model_params, prepare
+from sodyn.algorithms.kinematics import PosesAndMotions, poses_and_motions_levels, world_subspace_columns
 from sodyn.constraints import LoopClosures
 from sodyn.model import WORLD, Model
+from sodyn.runtime.tuning import FORWARD_UNROLL, SMALL_SOLVE
+from sodyn.static_index import spread_sum, take
 from sodyn.topology import dofs_to_levels, to_levels
 
 METHODS: tuple[str, ...] = ("augmented", "projected")
@@ -106,99 +101,180 @@ class ConstraintForces(NamedTuple):
 
 
 class ClosureRows(NamedTuple):
-    """The closures at ``(q, v)`` (internal): ``residual`` ``𝔡`` ``(n_c,)``, ``Q`` ``(n_c, T, 6)``
-    (rows ← the task frames' local spatial velocities), ``jacobian`` ``G_c = Q J``
-    ``(n_c, nv)``, ``bias`` ``Ġ_c θ̇`` ``(n_c,)`` and the task frames (static)."""
+    """The closures at ``(q, v)`` (internal): ``residual`` ``𝔡`` ``(n_c,)``, ``jacobian`` ``G_c``
+    ``(n_c, nv)`` and ``bias`` ``Ġ_c θ̇`` ``(n_c,)``, all in world axes."""
 
     residual: jax.Array
-    Q: jax.Array
     jacobian: jax.Array
     bias: jax.Array
-    tasks: tuple[int, ...]
 
 
-def _task_frames(model: Model, closures: LoopClosures) -> tuple[int, ...]:
-    """The distinct frames on moving bodies that the closures involve (static)."""
-    frames = set()
-    for f in closures.frame1 + closures.frame2:
-        if f != WORLD and int(model.frame_body[f]) >= 0:
-            frames.add(int(f))
-    return tuple(sorted(frames))
+class _Side(NamedTuple):
+    """Frame 1 or frame 2 of each closure ``(n, ...)``, on its body ``b``: ``R`` the body's world
+    rotation, ``R_f`` the frame's, ``r`` the anchor in the body frame, ``p_a`` its world position,
+    ``ω`` the body's angular velocity and ``u_a = u + ω × r`` the anchor's velocity (body axes).
+    The world is a body at rest at the origin.  ``slot``: the body's slot (static; ``W`` for the
+    world)."""
+
+    slot: np.ndarray
+    rotation: jax.Array
+    frame_rotation: jax.Array
+    anchor: jax.Array
+    point: jax.Array
+    omega: jax.Array
+    velocity: jax.Array
 
 
-def _side(model: Model, fk, vf, af, tasks, frames, anchors, dtype):
-    """Per closure, one side's world rotation ``R``, anchor position ``p_a``, the map ``S =
-    R[−ã, I]`` (anchor velocity in world axes ← local spatial velocity), the anchor's classical
-    velocity and acceleration at ``θ̈ = 0`` and the angular acceleration (world axes), and the task index
-    (``-1``: the side does not move)."""
-    n = len(frames)
-    f_idx = np.array([f if f != WORLD else 0 for f in frames], dtype=np.int64)
-    is_world = np.array([f == WORLD for f in frames])
-    eye = jnp.broadcast_to(jnp.eye(3, dtype=dtype), (n, 3, 3))
-    rot = jnp.where(jnp.asarray(is_world)[:, None, None], eye, fk.frame.rotation[f_idx])
-    pos = jnp.where(jnp.asarray(is_world)[:, None], 0.0, fk.frame.translation[f_idx])
-    t_idx = np.array([tasks.index(f) if f in tasks else -1 for f in frames], dtype=np.int64)
-    moving = jnp.asarray(t_idx >= 0)[:, None]
-    v = jnp.where(moving, vf[np.maximum(t_idx, 0)], 0.0) if len(tasks) else jnp.zeros((n, 6), dtype)
-    a = jnp.where(moving, af[np.maximum(t_idx, 0)], 0.0) if len(tasks) else jnp.zeros((n, 6), dtype)
-    w, u, wd, ud = v[:, :3], v[:, 3:], a[:, :3], a[:, 3:]
-    point = pos + spatial.mv(rot, anchors)
-    s = spatial.mm(rot, jnp.concatenate([-spatial.skew(anchors), eye], axis=-1))  # (n, 3, 6)
-    u_a = u + spatial.cross(w, anchors)  # anchor velocity, frame axes
-    acc = spatial.mv(rot, ud + spatial.cross(wd, anchors) + spatial.cross(w, u_a))
-    return rot, point, s, spatial.mv(rot, u_a), acc, spatial.mv(rot, wd), t_idx
+def _at_bodies(topo, x: jax.Array, slot: np.ndarray, world) -> jax.Array:
+    """``(1, W, ...)`` values at the static slots ``slot`` (``W`` reads the world's value)."""
+    flat = x.reshape((topo.width,) + x.shape[2:])
+    return take(jnp.concatenate([flat, jnp.asarray(world, x.dtype)[None]]), slot)
 
 
-def closure_rows(model: Model, q, v, closures: LoopClosures) -> ClosureRows:
-    """``𝔡``, ``Q``, ``G_c`` and ``Ġ_c θ̇`` of ``closures`` at ``(q, v)`` (module docstring)."""
-    dtype = q.dtype
-    tasks = _task_frames(model, closures)
-    fk = forward_kinematics(model, q)
-    if tasks:
-        vf, af = frame_motions(model, q, v, None, list(tasks))  # local; af = J̇ θ̇
-        jac = frame_jacobians(model, q, list(tasks), "local")  # (T, 6, nv)
-    else:
-        vf = af = jac = None
-    r1, p1, s1, vel1, acc1, wd1, t1 = _side(model, fk, vf, af, tasks, closures.frame1, closures.anchor1, dtype)
-    r2, p2, s2, vel2, acc2, wd2, t2 = _side(model, fk, vf, af, tasks, closures.frame2, closures.anchor2, dtype)
-    n_t = max(len(tasks), 1)
-    zero_rot = jnp.zeros((len(closures), 3, 3), dtype)
-    ang1 = jnp.concatenate([r1, zero_rot], axis=-1)  # R [I, 0]
-    ang2 = jnp.concatenate([r2, zero_rot], axis=-1)
-    d = p1 - p2
-    res, rows_q, bias = [], [], []
-    def blocks(i, b1, b2):  # a side's rows at its task's columns (frame 2 negated)
-        out = jnp.zeros((b1.shape[0], n_t, 6), dtype)
-        if t1[i] >= 0:
-            out = out.at[:, t1[i]].add(b1)
-        if t2[i] >= 0:
-            out = out.at[:, t2[i]].add(-b2)
-        return out
+def _side(model: Model, pm: PosesAndMotions, frames, anchors) -> _Side:
+    topo = model.topology
+    dtype = pm.translation.dtype
+    fr = np.array([f if f != WORLD else 0 for f in frames], dtype=np.int64)
+    body = np.array([int(model.frame_body[f]) if f != WORLD else -1 for f in frames], dtype=np.int64)
+    moving = jnp.asarray(body >= 0)
+    m = model_params(model, dtype)
+    r_bf = jnp.where(moving[:, None, None], m.frame_rotation[fr], jnp.eye(3, dtype=dtype))
+    p_bf = jnp.where(moving[:, None], m.frame_translation[fr], 0.0)
+    slot = np.where(body >= 0, topo.body_flat[np.maximum(body, 0)], topo.width)
+    rot = _at_bodies(topo, pm.rotation, slot, np.eye(3))
+    vel = _at_bodies(topo, pm.velocity, slot, np.zeros(6))
+    r = p_bf + spatial.mv(r_bf, anchors)
+    w = vel[:, :3]
+    return _Side(slot, rot, spatial.mm(rot, r_bf), r, _at_bodies(topo, pm.translation, slot, np.zeros(3))
+                 + spatial.mv(rot, r), w, vel[:, 3:] + spatial.cross(w, r))
 
+
+class _RowTerms(NamedTuple):
+    """Per row of the closures (world axes): ``residual`` ``𝔡``; ``velocity`` ``G_c θ̇``;
+    ``classical`` the part of ``Ġ_c θ̇`` that is not a work rate on the bodies' spatial
+    accelerations (``ω × ṗ`` terms); ``wrench1``, ``wrench2`` ``(n_c, 6)`` each row as a wrench
+    on side 1's and side 2's body (body frame), so that ``G_c θ̈ + Ġ_c θ̇ = w₁* α(b₁) − w₂* α(b₂) +
+    classical``; ``slot1``, ``slot2`` (static) their bodies' slots."""
+
+    residual: jax.Array
+    velocity: jax.Array
+    classical: jax.Array
+    wrench1: jax.Array
+    wrench2: jax.Array
+    slot1: np.ndarray
+    slot2: np.ndarray
+
+
+def _row_terms(model: Model, closures: LoopClosures, pm: PosesAndMotions) -> _RowTerms:
+    """The :class:`_RowTerms` from the bodies' poses and velocities.  A point row along the world
+    axis ``e`` is the force ``Rᵀe`` at the anchor ``r``, the wrench ``[r × Rᵀe; Rᵀe]`` (so
+    ``w* α = eᵀ R (u̇ + ω̇ × r)``, with classical part ``eᵀ R (ω × u_a)``); an angular row the
+    moment ``[Rᵀe; 0]`` (``ω̇`` in world axes is ``R ω̇``: no classical part); a distance row the
+    point rows along ``n = d/|d|``, plus ``(|ḋ|² − (nᵀḋ)²)/|d|``."""
+    s1 = _side(model, pm, closures.frame1, closures.anchor1)
+    s2 = _side(model, pm, closures.frame2, closures.anchor2)
+
+    def point_wrenches(s):  # (n, 3, 6): rows [r × Rᵀe_i; Rᵀe_i]
+        rt = spatial.transpose(s.rotation)
+        return jnp.concatenate([spatial.transpose(spatial.mm(spatial.skew(s.anchor), rt)), s.rotation], axis=-1)
+
+    def moment_wrenches(s):  # (n, 3, 6): rows [Rᵀe_i; 0]
+        return jnp.concatenate([s.rotation, jnp.zeros_like(s.rotation)], axis=-1)
+
+    p1, p2 = point_wrenches(s1), point_wrenches(s2)
+    d = s1.point - s2.point
+    dv = spatial.mv(s1.rotation, s1.velocity) - spatial.mv(s2.rotation, s2.velocity)
+    cl = (spatial.mv(s1.rotation, spatial.cross(s1.omega, s1.velocity))
+          - spatial.mv(s2.rotation, spatial.cross(s2.omega, s2.velocity)))
+    res, vel, classical, w1, w2, rows = [], [], [], [], [], []
     for i, kind in enumerate(closures.kind):
-        place = functools.partial(blocks, i)
-
-        point_bias = acc1[i] - acc2[i]
-        if kind == "point":
+        if kind == "weld":
+            err = spatial.mm(s1.frame_rotation[i], spatial.mm(spatial.transpose(closures.rotation[i]),
+                                                               spatial.transpose(s2.frame_rotation[i])))
+            res += [spatial.quat_log(spatial.rotation_to_quat(err)), d[i]]
+            vel += [spatial.mv(s1.rotation[i], s1.omega[i]) - spatial.mv(s2.rotation[i], s2.omega[i]), dv[i]]
+            classical += [jnp.zeros(3, d.dtype), cl[i]]
+            w1 += [moment_wrenches(s1)[i], p1[i]]
+            w2 += [moment_wrenches(s2)[i], p2[i]]
+            rows += [i] * 6
+        elif kind == "point":
             res.append(d[i])
-            rows_q.append(place(s1[i], s2[i]))
-            bias.append(point_bias)
-        elif kind == "weld":
-            err = spatial.mm(r1[i], spatial.mm(spatial.transpose(closures.rotation[i]), spatial.transpose(r2[i])))
-            res.append(jnp.concatenate([spatial.quat_log(spatial.rotation_to_quat(err)), d[i]]))
-            rows_q.append(jnp.concatenate([place(ang1[i], ang2[i]), place(s1[i], s2[i])]))
-            bias.append(jnp.concatenate([wd1[i] - wd2[i], point_bias]))
-        else:  # distance: |d| − d0, rows nᵀ (point rows); 𝔡̈ = nᵀ d̈ + (|ḋ|² − (nᵀḋ)²)/|d|
+            vel.append(dv[i])
+            classical.append(cl[i])
+            w1.append(p1[i])
+            w2.append(p2[i])
+            rows += [i] * 3
+        else:
             length = spatial.safe_norm(d[i])
             safe = jnp.where(length > 0, length, 1.0)
             n = d[i] / safe
-            dv = vel1[i] - vel2[i]
+            ndv = jnp.dot(n, dv[i])
             res.append((length - closures.length[i])[None])
-            rows_q.append(jnp.tensordot(n, place(s1[i], s2[i]), axes=1)[None])
-            bias.append((jnp.dot(n, point_bias) + (jnp.dot(dv, dv) - jnp.dot(n, dv) ** 2) / safe)[None])
-    big_q = jnp.concatenate(rows_q)  # (n_c, T, 6)
-    g = jnp.zeros((big_q.shape[0], model.nv), dtype) if jac is None else jnp.tensordot(big_q, jac, axes=2)
-    return ClosureRows(jnp.concatenate(res), big_q, g, jnp.concatenate(bias), tasks)
+            vel.append(ndv[None])
+            classical.append((jnp.dot(n, cl[i]) + (jnp.dot(dv[i], dv[i]) - ndv ** 2) / safe)[None])
+            w1.append((n @ p1[i])[None])
+            w2.append((n @ p2[i])[None])
+            rows.append(i)
+    rows = np.asarray(rows, dtype=np.int64)
+    cat = jnp.concatenate
+    return _RowTerms(cat(res), cat(vel), cat(classical), cat(w1), cat(w2), s1.slot[rows], s2.slot[rows])
+
+
+def _body_wrench_columns(topo, terms: _RowTerms) -> jax.Array:
+    """``(1, W, n_c, 6)``: each row's wrenches placed on its bodies' slots, ``w₁`` on body 1 and
+    ``−w₂`` on body 2 (``G_c* e_c = J₁* w₁ − J₂* w₂``)."""
+    n_c = terms.wrench1.shape[0]
+    entries, target = [], []
+    for w, slot, sign in ((terms.wrench1, terms.slot1, 1.0), (terms.wrench2, terms.slot2, -1.0)):
+        keep = np.flatnonzero(slot < topo.width)
+        if keep.size:
+            entries.append(sign * take(w, keep))
+            target.append(slot[keep] * n_c + keep)
+    out = spread_sum(jnp.concatenate(entries), np.concatenate(target), topo.width * n_c)
+    return out.reshape((1, topo.width, n_c, 6))
+
+
+def _spatial_bias(model: Model, terms: _RowTerms, acceleration: jax.Array) -> jax.Array:
+    """``w₁* α(b₁) − w₂* α(b₂)`` at ``θ̈ = 0`` (``acceleration`` ``(1, W, 6)``): with ``classical``
+    the bias ``Ġ_c θ̇``."""
+    topo = model.topology
+    a1 = _at_bodies(topo, acceleration, terms.slot1, np.zeros(6))
+    a2 = _at_bodies(topo, acceleration, terms.slot2, np.zeros(6))
+    return spatial.dot(terms.wrench1, a1) - spatial.dot(terms.wrench2, a2)
+
+
+def _jacobian(model: Model, levels: Levels, pm: PosesAndMotions, terms: _RowTerms) -> jax.Array:
+    """``G_c`` ``(n_c, nv)``: the row wrenches moved to the world origin (world axes) against each
+    joint axis there (:func:`~sodyn.algorithms.kinematics.world_subspace_columns`), where the
+    axis supports the body."""
+    topo = model.topology
+    cols = world_subspace_columns(model, levels, pm.rotation, pm.translation)  # (nv, 6)
+    g = 0.0
+    for w, slot, sign in ((terms.wrench1, terms.slot1, 1.0), (terms.wrench2, terms.slot2, -1.0)):
+        rot = _at_bodies(topo, pm.rotation, slot, np.eye(3))
+        pos = _at_bodies(topo, pm.translation, slot, np.zeros(3))
+        f = spatial.mv(rot, w[:, 3:])
+        world = jnp.concatenate([spatial.mv(rot, w[:, :3]) + spatial.cross(pos, f), f], axis=-1)
+        support = np.zeros((len(slot), topo.nv))
+        moving = slot < topo.width
+        support[moving] = topo.support[topo.body_slot[0, slot[moving]]]
+        g = g + sign * (world @ cols.T) * jnp.asarray(support, cols.dtype)
+    return g
+
+
+def _poses_and_motions(model: Model, q, v, with_acceleration: bool = True) -> tuple[Levels, PosesAndMotions]:
+    levels = prepare(model, q)
+    return levels, poses_and_motions_levels(levels, model.topology, dofs_to_levels(model.topology, v, 0.0),
+                                            FORWARD_UNROLL, with_acceleration)
+
+
+def closure_rows(model: Model, q, v, closures: LoopClosures) -> ClosureRows:
+    """``𝔡``, ``G_c`` and ``Ġ_c θ̇`` of ``closures`` at ``(q, v)`` (module docstring), from one
+    kinematics scatter."""
+    levels, pm = _poses_and_motions(model, q, v)
+    terms = _row_terms(model, closures, pm)
+    return ClosureRows(terms.residual, _jacobian(model, levels, pm, terms),
+                       _spatial_bias(model, terms, pm.acceleration) + terms.classical)
 
 
 def constraint_residual(model: Model, q, closures: LoopClosures) -> jax.Array:
@@ -237,11 +313,47 @@ def _check_closures(model: Model, closures) -> None:
 
 def _proximal_solve(a: jax.Array, rhs: jax.Array, rho: jax.Array, iterations: int) -> jax.Array:
     """``iterations`` proximal-point steps ``(A + ρI) λ⁺ = rhs + ρ λ`` from ``λ = 0`` on one
-    Cholesky factor (a small dense solve outside the recursions)."""
+    Cholesky factor (a small dense solve outside the recursions): unrolled in closed form up to
+    :data:`SMALL_SOLVE` rows, by LAPACK beyond."""
     n = a.shape[0]
-    factor = jax.scipy.linalg.cho_factor(a + rho * jnp.eye(n, dtype=a.dtype), lower=True)
-    return jax.lax.fori_loop(0, iterations, lambda _, lam: jax.scipy.linalg.cho_solve(factor, rhs + rho * lam),
-                             jnp.zeros_like(rhs))
+    a = a + rho * jnp.eye(n, dtype=a.dtype)
+    if n > SMALL_SOLVE:
+        factor = jax.scipy.linalg.cho_factor(a, lower=True)
+        return jax.lax.fori_loop(0, iterations, lambda _, lam: jax.scipy.linalg.cho_solve(factor, rhs + rho * lam),
+                                 jnp.zeros_like(rhs))
+    low, inv_diag = _cholesky(a)
+    b = spatial.unstack(rhs, 0)
+    lam = _cholesky_solve(low, inv_diag, b)
+    for _ in range(iterations - 1):
+        lam = _cholesky_solve(low, inv_diag, [bi + rho * li for bi, li in zip(b, lam)])
+    return jnp.stack(lam)
+
+
+def _cholesky(a: jax.Array) -> tuple[list[list[jax.Array]], list[jax.Array]]:
+    """``A = L Lᵀ`` entry by entry (``L[i][j]``, ``j < i``) and ``1 / L[i][i]``, for a small ``A``."""
+    n = a.shape[0]
+    e = [spatial.unstack(row, 0) for row in spatial.unstack(a, 0)]
+    low: list[list[jax.Array]] = [[] for _ in range(n)]
+    inv_diag = []
+    for j in range(n):
+        d = e[j][j] - sum((low[j][k] ** 2 for k in range(j)), jnp.zeros((), a.dtype))
+        inv_diag.append(jax.lax.rsqrt(d))
+        for i in range(j + 1, n):
+            low[i].append((e[i][j] - sum((low[i][k] * low[j][k] for k in range(j)), jnp.zeros((), a.dtype)))
+                          * inv_diag[j])
+    return low, inv_diag
+
+
+def _cholesky_solve(low, inv_diag, b: list[jax.Array]) -> list[jax.Array]:
+    """``(L Lᵀ)⁻¹ b`` by forward and back substitution on :func:`_cholesky`'s factor."""
+    n = len(b)
+    y: list[jax.Array] = []
+    for i in range(n):
+        y.append((b[i] - sum((low[i][k] * y[k] for k in range(i)), jnp.zeros_like(b[i]))) * inv_diag[i])
+    x: list[jax.Array] = [None] * n  # type: ignore[list-item]
+    for i in range(n - 1, -1, -1):
+        x[i] = (y[i] - sum((low[k][i] * x[k] for k in range(i + 1, n)), jnp.zeros_like(b[i]))) * inv_diag[i]
+    return x
 
 
 def _stabilization(stabilization, dtype) -> tuple[jax.Array, jax.Array]:
@@ -287,47 +399,64 @@ def constrained_forward_dynamics(
         if target.shape != (constraints.n_rows,):
             raise ValueError(f"acceleration_target must have shape (n_c,) = ({constraints.n_rows},), "
                              f"got {target.shape}")
-    rows = closure_rows(model, q, v, constraints)
-    g = rows.jacobian
-    if acceleration_target is None:
-        target = -rows.bias - alpha * (g @ v) - beta * rows.residual
-    if method == "projected":
-        qdd, lam, gen = _projected(model, q, v, tau, f_ext, g, target)
+    levels, pm = _poses_and_motions(model, q, v, with_acceleration=acceleration_target is not None
+                                    or method == "projected")
+    terms = _row_terms(model, constraints, pm)
+    if acceleration_target is None:  # G_c θ̈ − 𝔘́ = 𝔡̈ + α G_c θ̇ + β 𝔡
+        offset = terms.classical + alpha * terms.velocity + beta * terms.residual
     else:
-        qdd, lam, gen = _augmented(model, q, v, tau, f_ext, rows, target, regularization, iterations, added_inertia)
-    return qdd, ConstraintForces(lam, gen, rows.residual, g @ v, g @ qdd - target)
+        offset = -_spatial_bias(model, terms, pm.acceleration) - target
+    g = _jacobian(model, levels, pm, terms)
+    if method == "projected":
+        bias = _spatial_bias(model, terms, pm.acceleration) + terms.classical
+        if acceleration_target is None:
+            target = -bias - alpha * terms.velocity - beta * terms.residual
+        qdd, lam, gen = _projected(model, q, v, tau, f_ext, g, target)
+        error = g @ qdd - target
+    else:
+        qdd, lam, error = _augmented(model, levels, pm, v, tau, f_ext, terms, offset, regularization, iterations,
+                                     added_inertia)
+        gen = g.T @ lam
+    return qdd, ConstraintForces(lam, gen, terms.residual, terms.velocity, error)
 
 
-def _augmented(model, q, v, tau, f_ext, rows: ClosureRows, target, regularization, iterations, added):
-    dtype = q.dtype
-    g = rows.jacobian
-    n_c = g.shape[0]
-    a_free = forward_dynamics(model, q, v, tau, f_ext, added_inertia=added)
-    if added is None:  # Λ⁻¹ of the frames by the Ω recursions, then Q Λ⁻¹ Q*
-        tasks = osm.resolve_tasks(model, [osm.FrameTask(f) for f in rows.tasks])
-        sw = osm.task_sweeps(model, q, tasks, with_psi=not osm._tasks_share_their_body(model, tasks))
-        comp = osm._compliance_from_sweeps(model, tasks, sw)  # (6T, 6T), local axes
-        big_q = rows.Q.reshape((n_c, -1))
-        a = big_q @ comp @ big_q.T
-        frames = body_frames(model, sw.levels)
-        minv_times = lambda x: inverse_times(model, frames, sw.abi, x)  # noqa: E731
-    else:  # (𝓜 + Σ J* B J)⁻¹ G_c* column by column on the Riccati quantities of that system
-        topo = model.topology
-        frames = body_frames(model, prepare(model, q))
-        zero = dofs_to_levels(topo, jnp.zeros(model.nv, dtype), 0.0)
-        added_levels = to_levels(topo, jnp.asarray(added, dtype), jnp.zeros((6, 6), dtype))
-        _, ab = riccati_and_innovations(model, frames, zero, added=added_levels)
-        minv_gt = jax.vmap(lambda x: inverse_times(model, frames, ab, x), out_axes=1)(g)  # (nv, n_c)
-        a = g @ minv_gt
-        minv_times = lambda x: minv_gt @ x  # noqa: E731  (x = λ here)
-    a = 0.5 * (a + a.T)
+def _augmented(model: Model, levels: Levels, pm: PosesAndMotions, v, tau, f_ext, terms: _RowTerms, offset,
+               regularization, iterations: int, added):
+    """Lemma 11.1 with one gather and one scatter.  The gather carries, beside the articulated
+    inertias and the innovations ``ν_f`` of ``T − C``, the rows' wrenches as ``n_c`` columns of
+    body forces, whose innovations ``ν_c`` give ``A = G_c 𝓜⁻¹ G_c*`` and
+    ``G_c θ̈_f + (w₁* α₀(b₁) − w₂* α₀(b₂))`` (:func:`~sodyn.algorithms.articulated.riccati_and_innovation_columns`);
+    ``offset`` completes the latter to ``G_c θ̈_f − 𝔘́``.  After the solve for ``λ`` the scatter
+    runs once, on ``ν_f + ν_c λ``.  Gravity enters as the bodies' weights (``b(k) += M(k)
+    φ*(0, k) [0; −g]``, added inertias included) instead of an acceleration of the world, so
+    the scatter starts from rest.  Returns ``θ̈``, ``λ`` and ``G_c θ̈ − 𝔘́``."""
+    topo = model.topology
+    dtype = pm.translation.dtype
+    m = model_params(model, dtype)
+    frames = body_frames(model, levels)
+    vel = pm.velocity
+    down = spatial.mtv(pm.rotation, -m.gravity)  # the world's acceleration −g in each body frame
+    world = jnp.concatenate([jnp.zeros_like(down), down], axis=-1)
+    bias = spatial.force_cross(vel, spatial.apply_inertia(*frames.inertia, vel))
+    bias = bias + spatial.apply_inertia(*frames.inertia, world)
+    if f_ext is not None:
+        bias = bias - to_levels(topo, f_ext, jnp.zeros(6, dtype))
+    if added is not None:  # B_k accelerates with the world too
+        added = to_levels(topo, jnp.asarray(added, dtype), jnp.zeros((6, 6), dtype))
+        bias = bias + spatial.mv(added, world)
+    t_blocks = dofs_to_levels(topo, tau - m.damping * v, 0.0)
+    nus, cols, ab = riccati_and_innovation_columns(model, frames, t_blocks, _body_wrench_columns(topo, terms),
+                                                   pm.coriolis, bias, FORWARD_UNROLL, added)
+    a = 0.5 * (cols.gram + cols.gram.T)  # G_c 𝓜⁻¹ G_c*
+    n_c = a.shape[0]
+    error = cols.work + offset  # G_c θ̈_f − 𝔘́
     eps = (1e-10 if dtype == jnp.float64 else 1e-5) if regularization is None else regularization
     rho = jnp.asarray(eps, dtype) * jnp.trace(a) / n_c
     rho = jnp.where(rho > 0, rho, jnp.asarray(eps, dtype))
-    lam = _proximal_solve(a, -(g @ a_free - target), rho, iterations)
-    gen = g.T @ lam
-    qdd = a_free + (minv_times(gen) if added is None else minv_times(lam))
-    return qdd, lam, gen
+    lam = _proximal_solve(a, -error, rho, iterations)
+    nus = [nu + spatial.mtv(nc, lam) for nu, nc in zip(nus, cols.nu)]  # ν_f + ν_c λ
+    qdd = accelerations(model, frames, ab, nus, jnp.zeros(6, dtype), pm.coriolis, FORWARD_UNROLL)
+    return qdd, lam, error + a @ lam
 
 
 def _projected(model, q, v, tau, f_ext, g, target):

@@ -71,7 +71,7 @@ from sodyn import spatial
 from sodyn.algorithms.common import check_vector, joint_motion, model_params, prepare
 from sodyn.model import Model
 from sodyn.runtime.tuning import FORWARD_UNROLL
-from sodyn.simulate.static_index import spread_sum, take
+from sodyn.static_index import spread_sum, take
 from sodyn.sweeps import in_slots, scatter
 from sodyn.topology import dofs_to_levels
 

@@ -88,7 +88,7 @@ from sodyn.configuration import integrate
 from sodyn.model import Model
 from sodyn.simulate.contact import GroundContact, _body_states, _check_bodies, _concrete
 from sodyn.simulate.state import State
-from sodyn.simulate.static_index import take
+from sodyn.static_index import take
 
 #: Default number of Gauss–Seidel sweeps.
 ITERATIONS = 50
