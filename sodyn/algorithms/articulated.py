@@ -60,6 +60,7 @@ from sodyn.algorithms.kinematics import (
     world_kinematics_levels,
     world_subspace_blocks,
 )
+from sodyn.contraction import contract
 from sodyn.model import Model
 from sodyn.runtime.tuning import FORWARD_UNROLL
 from sodyn.sweeps import gather, in_slots, scatter
@@ -375,87 +376,89 @@ def riccati_and_innovations(model: Model, frames: Frames, t_blocks, coriolis=Non
     velocity terms ``a = coriolis`` and bias forces ``b = bias`` (each zero if ``None``).
     ``added`` ``(1, W, 6, 6)`` (or ``None``) is added to each body's inertia.  Returns per
     kernel ``ν`` and the Riccati quantities (without ``D``)."""
-    nus, _, ab = riccati_and_innovation_columns(model, frames, t_blocks, None, coriolis, bias, unroll, added)
-    return nus, ab
+    dtype = frames.inertia[0].dtype
+
+    def step(from_children, level):
+        pose, inertia, cor, b, extra = level.x
+        p_children, z = from_children
+        big_p = spatial.inertia_from_parameters(*inertia) + p_children
+        big_p = big_p if extra is None else big_p + extra
+        z = z if cor is None else z + spatial.mv(big_p, cor) + b
+        p_plus, z_plus, outs = [], [], []
+        for pk, zk, axes, arm, t in zip(level.per_kernel(big_p), level.per_kernel(z), *zip(*level.kernels)):
+            pp, ric = riccati_kernel(pk, axes, arm)
+            zp, nu = innovation_kernel(zk, axes, ric, t)
+            p_plus.append(pp)
+            z_plus.append(zp)
+            outs.append((nu, ric._replace(D=None)))  # D: not needed for 𝓜⁻¹ x
+        sent = (_inertia_to_parent(pose, jnp.concatenate(p_plus, axis=0)),
+                _force_to_parent(pose, jnp.concatenate(z_plus, axis=0)))
+        return sent, tuple(outs)
+
+    zero = (jnp.zeros((6, 6), dtype), jnp.zeros(6, dtype))
+    kernel_xs = tuple(zip(frames.axes, _armature_blocks(model, dtype), t_blocks))
+    outs = gather(model.topology, step, zero, (frames.pose, frames.inertia, coriolis, bias, added), kernel_xs,
+                  unroll=unroll)
+    return [o[0] for o in outs], ArticulatedBodies(tuple(o[1] for o in outs))
 
 
-class ForceColumns(NamedTuple):
-    """What :func:`riccati_and_innovation_columns` returns for ``n`` columns of body forces
-    ``f_c``: per kernel their innovations ``ν_c`` ``(1, W_k, n, nv_k)`` (those of the joint forces
-    ``J* f_c``); ``gram`` ``(n, n)``, the compliance ``(J* f_c)* 𝓜⁻¹ (J* f_d)``; ``work``
-    ``(n,)``, ``Σ_k f_c(k)* α(k)`` for the accelerations ``α`` of the scatter of the sweep's own
-    ``ν`` at zero root acceleration."""
+class InnovationColumns(NamedTuple):
+    """What :func:`riccati_and_innovation_columns` returns for ``n`` columns of joint forces
+    ``x_c``: per kernel their innovations ``ν_c = N x_c`` ``(1, W_k, n, nv_k)``; ``gram``
+    ``(n, n)``, the compliance ``x_c* 𝓜⁻¹ x_d``; ``work`` ``(n,)``, ``x_c* θ̈`` for the ``θ̈`` of
+    the acceleration scatter of the sweep's own ``ν`` from rest, without velocity terms."""
 
     nu: list[jax.Array]
     gram: jax.Array
     work: jax.Array
 
 
-def riccati_and_innovation_columns(model: Model, frames: Frames, t_blocks, forces, coriolis=None, bias=None,
-                                   unroll: int = 1, added=None):
-    """:func:`riccati_and_innovations` for the joint forces ``t_blocks`` and, in the same gather,
-    the innovations of ``n`` columns of body forces ``f_c`` (``forces`` ``(1, W, n, 6)`` in the
-    frames' axes, or ``None``) at ``T = a = b = 0``: ``z_c(k) = Σ_c φ(k, c) z_c⁺(c) − f_c(k)``
-    (as ``f_ext``), ``ε_c = −H z_c``, ``ν_c = D⁻¹ ε_c`` (Jain Alg. 7.2).
+def riccati_and_innovation_columns(model: Model, frames: Frames, t_blocks, columns, bias=None, unroll: int = 1,
+                                   added=None) -> tuple[list[jax.Array], InnovationColumns, ArticulatedBodies]:
+    """The Riccati and innovations gather (Jain Alg. 7.1, 7.2) for the joint forces ``t_blocks``
+    with bias forces ``b = bias`` and no velocity terms (``z(k) = b(k) + Σ_c φ(k, c) z⁺(c)``), and
+    in the same sweep the innovations of ``n`` columns of joint forces ``x_c`` (``columns``, per
+    kernel ``(1, W_k, n, nv_k)``) at ``b = 0``: ``ε_c = x_c − H z_c``, ``ν_c = D⁻¹ ε_c``.
 
-    ``ν_c`` are the innovations ``N J* f_c`` of the joint forces ``J* f_c``, and with
-    ``𝓜⁻¹ = N* D N`` (Lemma 7.5) the columns' compliance is ``Σ_k ε_c(k)* ν_d(k)``, without an
-    acceleration scatter.  Summing ``ε_c* θ̈`` over the bodies along the scatter of the sweep's own
-    ``ν`` (terms ``a``, zero root acceleration) telescopes to
-
-        Σ_k f_c(k)* α(k) = Σ_k ε_c(k)* ν(k) − Σ_k z_c(k)* a(k),
-
-    the work rate of ``f_c`` on the accelerations the scatter will produce.  Returns per kernel
-    ``ν``, the :class:`ForceColumns` (``None`` without ``forces``) and the Riccati quantities
-    (without ``D``).
+    With ``N = D⁻¹ [I − HψK]`` the innovations operator, ``𝓜⁻¹ = N* D N`` (Lemma 7.5), so
+    ``x_c* 𝓜⁻¹ y = Σ_k ε_c(k)* ν_y(k)``: the columns' compliance, and ``x_c* θ̈`` for the
+    ``θ̈ = N* D ν`` that :func:`accelerations` makes of ``ν`` from rest without velocity terms,
+    come out of the gather, without a scatter per column.  Returns per kernel ``ν``, the
+    :class:`InnovationColumns` and the Riccati quantities (without ``D``).
     """
     dtype = frames.inertia[0].dtype
-    n_kernels = len(t_blocks)
 
     def step(from_children, level):
-        pose, inertia, cor, b, extra, f = level.x
+        pose, inertia, b, extra = level.x
         p_children, z, zc = from_children
         big_p = spatial.inertia_from_parameters(*inertia) + p_children
         big_p = big_p if extra is None else big_p + extra
-        if f is not None:
-            zc = zc - f
-        za = None if f is None or cor is None else spatial.dot(zc, cor[:, None])  # z_c* a, (W, n)
-        z = z if cor is None else z + spatial.mv(big_p, cor) + b
+        z = z if b is None else z + b
         p_plus, z_plus, zc_plus, outs = [], [], [], []
-        cut = (lambda x: [None] * n_kernels) if f is None else level.per_kernel
-        pieces = zip(level.per_kernel(big_p), level.per_kernel(z), cut(zc), cut(za), *zip(*level.kernels))
-        for pk, zk, zck, zak, axes, arm, t in pieces:
+        pieces = zip(level.per_kernel(big_p), level.per_kernel(z), level.per_kernel(zc), *zip(*level.kernels))
+        for pk, zk, zck, axes, arm, t, tc in pieces:
             pp, ric = riccati_kernel(pk, axes, arm)
             zp, nu = innovation_kernel(zk, axes, ric, t)
+            eps = tc - axes.transpose_times(zck)
+            nu_c = spatial.mv(ric.D_inv[:, None], eps)
             p_plus.append(pp)
             z_plus.append(zp)
-            col = None
-            if zck is not None:
-                eps = -axes.transpose_times(zck)
-                nu_c = spatial.mv(ric.D_inv[:, None], eps)
-                zc_plus.append(zck + spatial.mtv(ric.U[:, None], nu_c))
-                col = (nu_c, eps, zak)
-            outs.append((nu, col, ric._replace(D=None)))  # D: not needed for 𝓜⁻¹ x
+            zc_plus.append(zck + spatial.mtv(ric.U[:, None], nu_c))
+            outs.append((nu, nu_c, eps, ric._replace(D=None)))  # D: not needed for 𝓜⁻¹ x
         sent = (_inertia_to_parent(pose, jnp.concatenate(p_plus, axis=0)),
                 _force_to_parent(pose, jnp.concatenate(z_plus, axis=0)),
-                None if f is None else _force_to_parent(pose, jnp.concatenate(zc_plus, axis=0)))
+                _force_to_parent(pose, jnp.concatenate(zc_plus, axis=0)))
         return sent, tuple(outs)
 
-    n = 0 if forces is None else forces.shape[-2]
-    zero = (jnp.zeros((6, 6), dtype), jnp.zeros(6, dtype), None if forces is None else jnp.zeros((n, 6), dtype))
-    kernel_xs = tuple(zip(frames.axes, _armature_blocks(model, dtype), t_blocks))
-    outs = gather(model.topology, step, zero, (frames.pose, frames.inertia, coriolis, bias, added, forces), kernel_xs,
-                  unroll=unroll)
-    nus, ab = [o[0] for o in outs], ArticulatedBodies(tuple(o[2] for o in outs))
-    if forces is None:
-        return nus, None, ab
-    nu_c, eps, za = zip(*(o[1] for o in outs))
-    eps_flat = jnp.concatenate([jnp.swapaxes(e, -1, -2).reshape((-1, n)) for e in eps])  # (Σ W_k nv_k, n)
-    gram = eps_flat.T @ jnp.concatenate([jnp.swapaxes(x, -1, -2).reshape((-1, n)) for x in nu_c])
-    work = eps_flat.T @ jnp.concatenate([x.reshape(-1) for x in nus])
-    if coriolis is not None:
-        work = work - jnp.sum(jnp.concatenate([x.reshape((-1, n)) for x in za]), axis=0)
-    return nus, ForceColumns(list(nu_c), gram, work), ab
+    n = columns[0].shape[-2]
+    zero = (jnp.zeros((6, 6), dtype), jnp.zeros(6, dtype), jnp.zeros((n, 6), dtype))
+    kernel_xs = tuple(zip(frames.axes, _armature_blocks(model, dtype), t_blocks, columns))
+    outs = gather(model.topology, step, zero, (frames.pose, frames.inertia, bias, added), kernel_xs, unroll=unroll)
+    nus, nu_c, eps = ([o[i] for o in outs] for i in range(3))
+    gram = sum(contract("...wid,...wjd->...ij", e, x) for e, x in zip(eps, nu_c))
+    work = sum(contract("...wid,...wd->...i", e, x) for e, x in zip(eps, nus))
+    return nus, InnovationColumns(nu_c, gram.reshape((n, n)), work.reshape((n,))), ArticulatedBodies(
+        tuple(o[3] for o in outs))
 
 
 def _articulated_forward(model: Model, q, v, tau, f_ext, convention: str, added=None):

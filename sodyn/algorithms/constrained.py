@@ -67,12 +67,13 @@ import numpy as np
 from sodyn import spatial
 from sodyn.algorithms.articulated import accelerations, body_frames, riccati_and_innovation_columns
 from sodyn.algorithms.common import Levels, check_state, model_params, prepare
-from sodyn.algorithms.kinematics import PosesAndMotions, poses_and_motions_levels, world_subspace_columns
+from sodyn.algorithms.kinematics import PosesAndMotions, poses_and_motions_levels, world_subspace_blocks
 from sodyn.constraints import LoopClosures
+from sodyn.contraction import contract
 from sodyn.model import WORLD, Model
 from sodyn.runtime.tuning import FORWARD_UNROLL, SMALL_SOLVE
-from sodyn.static_index import spread_sum, take
-from sodyn.topology import dofs_to_levels, to_levels
+from sodyn.static_index import take
+from sodyn.topology import dofs_from_levels, dofs_to_levels, to_levels
 
 METHODS: tuple[str, ...] = ("augmented", "projected")
 DEFAULT_STABILIZATION: tuple[float, float] = (20.0, 100.0)
@@ -110,25 +111,21 @@ class ClosureRows(NamedTuple):
 
 
 class _Side(NamedTuple):
-    """Frame 1 or frame 2 of each closure ``(n, ...)``, on its body ``b``: ``R`` the body's world
-    rotation, ``R_f`` the frame's, ``r`` the anchor in the body frame, ``p_a`` its world position,
-    ``ω`` the body's angular velocity and ``u_a = u + ω × r`` the anchor's velocity (body axes).
-    The world is a body at rest at the origin.  ``slot``: the body's slot (static; ``W`` for the
-    world)."""
+    """Frame 1 or frame 2 of each closure ``(n, ...)``, on its body ``b`` (the world: a body at
+    rest at the origin), world axes: ``R_f`` the frame's rotation, ``p_a`` the anchor's
+    position, ``ṗ_a`` its velocity, ``ω`` the body's angular velocity; at ``θ̈ = 0`` the
+    anchor's spatial acceleration ``R (u̇ + ω̇ × r)``, its classical part ``R (ω × u_a)``
+    (``u_a = u + ω × r``, ``r`` the anchor in the body frame) and ``ω̇``.  ``body`` (static):
+    the body, ``-1`` for the world."""
 
-    slot: np.ndarray
-    rotation: jax.Array
+    body: np.ndarray
     frame_rotation: jax.Array
-    anchor: jax.Array
     point: jax.Array
-    omega: jax.Array
     velocity: jax.Array
-
-
-def _at_bodies(topo, x: jax.Array, slot: np.ndarray, world) -> jax.Array:
-    """``(1, W, ...)`` values at the static slots ``slot`` (``W`` reads the world's value)."""
-    flat = x.reshape((topo.width,) + x.shape[2:])
-    return take(jnp.concatenate([flat, jnp.asarray(world, x.dtype)[None]]), slot)
+    omega: jax.Array
+    acceleration: jax.Array | None
+    classical: jax.Array
+    angular_acceleration: jax.Array | None
 
 
 def _side(model: Model, pm: PosesAndMotions, frames, anchors) -> _Side:
@@ -140,67 +137,78 @@ def _side(model: Model, pm: PosesAndMotions, frames, anchors) -> _Side:
     m = model_params(model, dtype)
     r_bf = jnp.where(moving[:, None, None], m.frame_rotation[fr], jnp.eye(3, dtype=dtype))
     p_bf = jnp.where(moving[:, None], m.frame_translation[fr], 0.0)
-    slot = np.where(body >= 0, topo.body_flat[np.maximum(body, 0)], topo.width)
-    rot = _at_bodies(topo, pm.rotation, slot, np.eye(3))
-    vel = _at_bodies(topo, pm.velocity, slot, np.zeros(6))
+    slot = np.where(body >= 0, topo.body_flat[np.maximum(body, 0)], topo.width)  # W: the world's row
+
+    def at_bodies(x, world):
+        flat = x.reshape((topo.width,) + x.shape[2:])
+        return take(jnp.concatenate([flat, jnp.asarray(world, dtype)[None]]), slot)
+
+    rot = at_bodies(pm.rotation, np.eye(3))
+    vel = at_bodies(pm.velocity, np.zeros(6))
     r = p_bf + spatial.mv(r_bf, anchors)
     w = vel[:, :3]
-    return _Side(slot, rot, spatial.mm(rot, r_bf), r, _at_bodies(topo, pm.translation, slot, np.zeros(3))
-                 + spatial.mv(rot, r), w, vel[:, 3:] + spatial.cross(w, r))
+    u_a = vel[:, 3:] + spatial.cross(w, r)
+    acc = ang = None
+    if pm.acceleration is not None:
+        a0 = at_bodies(pm.acceleration, np.zeros(6))
+        acc = spatial.mv(rot, a0[:, 3:] + spatial.cross(a0[:, :3], r))
+        ang = spatial.mv(rot, a0[:, :3])
+    return _Side(body, spatial.mm(rot, r_bf), at_bodies(pm.translation, np.zeros(3)) + spatial.mv(rot, r),
+                 spatial.mv(rot, u_a), spatial.mv(rot, w), acc, spatial.mv(rot, spatial.cross(w, u_a)), ang)
 
 
 class _RowTerms(NamedTuple):
-    """Per row of the closures (world axes): ``residual`` ``𝔡``; ``velocity`` ``G_c θ̇``;
-    ``classical`` the part of ``Ġ_c θ̇`` that is not a work rate on the bodies' spatial
-    accelerations (``ω × ṗ`` terms); ``wrench1``, ``wrench2`` ``(n_c, 6)`` each row as a wrench
-    on side 1's and side 2's body (body frame), so that ``G_c θ̈ + Ġ_c θ̇ = w₁* α(b₁) − w₂* α(b₂) +
-    classical``; ``slot1``, ``slot2`` (static) their bodies' slots."""
+    """Per row of the closures (world axes): ``residual`` ``𝔡``, ``velocity`` ``G_c θ̇``, ``bias``
+    ``Ġ_c θ̇`` (``None`` without the bodies' accelerations), and ``wrench1``, ``wrench2``
+    ``(n_c, 6)``: each row as a wrench about the world origin on side 1's and side 2's body
+    (``G_c = w₁* J₁ − w₂* J₂``, ``J`` the bodies' Jacobians there), whose bodies are ``body1``,
+    ``body2`` (static, ``-1`` for the world)."""
 
     residual: jax.Array
     velocity: jax.Array
-    classical: jax.Array
+    bias: jax.Array | None
     wrench1: jax.Array
     wrench2: jax.Array
-    slot1: np.ndarray
-    slot2: np.ndarray
+    body1: np.ndarray
+    body2: np.ndarray
 
 
 def _row_terms(model: Model, closures: LoopClosures, pm: PosesAndMotions) -> _RowTerms:
-    """The :class:`_RowTerms` from the bodies' poses and velocities.  A point row along the world
-    axis ``e`` is the force ``Rᵀe`` at the anchor ``r``, the wrench ``[r × Rᵀe; Rᵀe]`` (so
-    ``w* α = eᵀ R (u̇ + ω̇ × r)``, with classical part ``eᵀ R (ω × u_a)``); an angular row the
-    moment ``[Rᵀe; 0]`` (``ω̇`` in world axes is ``R ω̇``: no classical part); a distance row the
-    point rows along ``n = d/|d|``, plus ``(|ḋ|² − (nᵀḋ)²)/|d|``."""
+    """The :class:`_RowTerms` from the bodies' poses and motions.  A point row along the world
+    axis ``e`` is the force ``e`` at the anchor ``p_a``, the wrench ``[p_a × e; e]``; an angular
+    row the moment ``[e; 0]`` (``ω̇`` in world axes is ``R ω̇``: no classical part); a distance
+    row the point rows along ``n = d/|d|``, with ``(|ḋ|² − (nᵀḋ)²)/|d|`` in its bias."""
     s1 = _side(model, pm, closures.frame1, closures.anchor1)
     s2 = _side(model, pm, closures.frame2, closures.anchor2)
+    dtype = s1.point.dtype
+    eye, zero = jnp.eye(3, dtype=dtype), jnp.zeros((3, 3), dtype)
 
-    def point_wrenches(s):  # (n, 3, 6): rows [r × Rᵀe_i; Rᵀe_i]
-        rt = spatial.transpose(s.rotation)
-        return jnp.concatenate([spatial.transpose(spatial.mm(spatial.skew(s.anchor), rt)), s.rotation], axis=-1)
-
-    def moment_wrenches(s):  # (n, 3, 6): rows [Rᵀe_i; 0]
-        return jnp.concatenate([s.rotation, jnp.zeros_like(s.rotation)], axis=-1)
+    def point_wrenches(s):  # (n, 3, 6): rows [p × e_i; e_i]
+        return jnp.concatenate([-spatial.skew(s.point), jnp.broadcast_to(eye, s.point.shape + (3,))], axis=-1)
 
     p1, p2 = point_wrenches(s1), point_wrenches(s2)
+    moment = jnp.concatenate([eye, zero], axis=-1)
     d = s1.point - s2.point
-    dv = spatial.mv(s1.rotation, s1.velocity) - spatial.mv(s2.rotation, s2.velocity)
-    cl = (spatial.mv(s1.rotation, spatial.cross(s1.omega, s1.velocity))
-          - spatial.mv(s2.rotation, spatial.cross(s2.omega, s2.velocity)))
-    res, vel, classical, w1, w2, rows = [], [], [], [], [], []
+    dv = s1.velocity - s2.velocity
+    with_bias = s1.acceleration is not None
+    dd = (s1.acceleration + s1.classical - s2.acceleration - s2.classical) if with_bias else None
+    res, vel, bias, w1, w2, rows = [], [], [], [], [], []
     for i, kind in enumerate(closures.kind):
         if kind == "weld":
             err = spatial.mm(s1.frame_rotation[i], spatial.mm(spatial.transpose(closures.rotation[i]),
                                                                spatial.transpose(s2.frame_rotation[i])))
             res += [spatial.quat_log(spatial.rotation_to_quat(err)), d[i]]
-            vel += [spatial.mv(s1.rotation[i], s1.omega[i]) - spatial.mv(s2.rotation[i], s2.omega[i]), dv[i]]
-            classical += [jnp.zeros(3, d.dtype), cl[i]]
-            w1 += [moment_wrenches(s1)[i], p1[i]]
-            w2 += [moment_wrenches(s2)[i], p2[i]]
+            vel += [s1.omega[i] - s2.omega[i], dv[i]]
+            if with_bias:
+                bias += [s1.angular_acceleration[i] - s2.angular_acceleration[i], dd[i]]
+            w1 += [moment, p1[i]]
+            w2 += [moment, p2[i]]
             rows += [i] * 6
         elif kind == "point":
             res.append(d[i])
             vel.append(dv[i])
-            classical.append(cl[i])
+            if with_bias:
+                bias.append(dd[i])
             w1.append(p1[i])
             w2.append(p2[i])
             rows += [i] * 3
@@ -211,61 +219,52 @@ def _row_terms(model: Model, closures: LoopClosures, pm: PosesAndMotions) -> _Ro
             ndv = jnp.dot(n, dv[i])
             res.append((length - closures.length[i])[None])
             vel.append(ndv[None])
-            classical.append((jnp.dot(n, cl[i]) + (jnp.dot(dv[i], dv[i]) - ndv ** 2) / safe)[None])
+            if with_bias:
+                bias.append((jnp.dot(n, dd[i]) + (jnp.dot(dv[i], dv[i]) - ndv ** 2) / safe)[None])
             w1.append((n @ p1[i])[None])
             w2.append((n @ p2[i])[None])
             rows.append(i)
     rows = np.asarray(rows, dtype=np.int64)
     cat = jnp.concatenate
-    return _RowTerms(cat(res), cat(vel), cat(classical), cat(w1), cat(w2), s1.slot[rows], s2.slot[rows])
+    return _RowTerms(cat(res), cat(vel), cat(bias) if with_bias else None, cat(w1), cat(w2), s1.body[rows],
+                     s2.body[rows])
 
 
-def _body_wrench_columns(topo, terms: _RowTerms) -> jax.Array:
-    """``(1, W, n_c, 6)``: each row's wrenches placed on its bodies' slots, ``w₁`` on body 1 and
-    ``−w₂`` on body 2 (``G_c* e_c = J₁* w₁ − J₂* w₂``)."""
-    n_c = terms.wrench1.shape[0]
-    entries, target = [], []
-    for w, slot, sign in ((terms.wrench1, terms.slot1, 1.0), (terms.wrench2, terms.slot2, -1.0)):
-        keep = np.flatnonzero(slot < topo.width)
-        if keep.size:
-            entries.append(sign * take(w, keep))
-            target.append(slot[keep] * n_c + keep)
-    out = spread_sum(jnp.concatenate(entries), np.concatenate(target), topo.width * n_c)
-    return out.reshape((1, topo.width, n_c, 6))
+def _ancestor_slots(topo, bodies: np.ndarray) -> np.ndarray:
+    """``(W, len(bodies))``: 1 where a slot holds an ancestor-or-self of the body (static)."""
+    out = np.zeros((topo.width, len(bodies)))
+    for c, b in enumerate(bodies):
+        while b >= 0:
+            out[topo.body_flat[b], c] = 1.0
+            b = int(topo.parent[b])
+    return out
 
 
-def _spatial_bias(model: Model, terms: _RowTerms, acceleration: jax.Array) -> jax.Array:
-    """``w₁* α(b₁) − w₂* α(b₂)`` at ``θ̈ = 0`` (``acceleration`` ``(1, W, 6)``): with ``classical``
-    the bias ``Ġ_c θ̇``."""
+def _jacobian_columns(model: Model, levels: Levels, pm: PosesAndMotions, terms: _RowTerms) -> list[jax.Array]:
+    """``G_c*`` per kernel ``(1, W_k, n_c, nv_k)``: each joint axis at the world origin
+    (:func:`~sodyn.algorithms.kinematics.world_subspace_blocks`) against the rows' wrenches,
+    ``w₁`` where the joint supports body 1, ``−w₂`` where it supports body 2."""
     topo = model.topology
-    a1 = _at_bodies(topo, acceleration, terms.slot1, np.zeros(6))
-    a2 = _at_bodies(topo, acceleration, terms.slot2, np.zeros(6))
-    return spatial.dot(terms.wrench1, a1) - spatial.dot(terms.wrench2, a2)
+    dtype = pm.translation.dtype
+    axes = world_subspace_blocks(topo, levels, pm.rotation, pm.translation)  # (1, W_k, nv_k, 6)
+    m1 = _ancestor_slots(topo, terms.body1)
+    m2 = _ancestor_slots(topo, terms.body2)
+    out = []
+    for h, (_, s0, s1) in zip(axes, topo.kernel_slots):
+        c1 = contract("...wdi,...ci->...wcd", h, terms.wrench1) * jnp.asarray(m1[s0:s1, :, None], dtype)
+        c2 = contract("...wdi,...ci->...wcd", h, terms.wrench2) * jnp.asarray(m2[s0:s1, :, None], dtype)
+        out.append(c1 - c2)
+    return out
 
 
-def _jacobian(model: Model, levels: Levels, pm: PosesAndMotions, terms: _RowTerms) -> jax.Array:
-    """``G_c`` ``(n_c, nv)``: the row wrenches moved to the world origin (world axes) against each
-    joint axis there (:func:`~sodyn.algorithms.kinematics.world_subspace_columns`), where the
-    axis supports the body."""
-    topo = model.topology
-    cols = world_subspace_columns(model, levels, pm.rotation, pm.translation)  # (nv, 6)
-    g = 0.0
-    for w, slot, sign in ((terms.wrench1, terms.slot1, 1.0), (terms.wrench2, terms.slot2, -1.0)):
-        rot = _at_bodies(topo, pm.rotation, slot, np.eye(3))
-        pos = _at_bodies(topo, pm.translation, slot, np.zeros(3))
-        f = spatial.mv(rot, w[:, 3:])
-        world = jnp.concatenate([spatial.mv(rot, w[:, :3]) + spatial.cross(pos, f), f], axis=-1)
-        support = np.zeros((len(slot), topo.nv))
-        moving = slot < topo.width
-        support[moving] = topo.support[topo.body_slot[0, slot[moving]]]
-        g = g + sign * (world @ cols.T) * jnp.asarray(support, cols.dtype)
-    return g
-
-
-def _poses_and_motions(model: Model, q, v, with_acceleration: bool = True) -> tuple[Levels, PosesAndMotions]:
+def _poses_and_motions(model: Model, q, v) -> tuple[Levels, PosesAndMotions]:
     levels = prepare(model, q)
     return levels, poses_and_motions_levels(levels, model.topology, dofs_to_levels(model.topology, v, 0.0),
-                                            FORWARD_UNROLL, with_acceleration)
+                                            FORWARD_UNROLL)
+
+
+def _jacobian(model: Model, columns: list[jax.Array]) -> jax.Array:
+    return dofs_from_levels(model.topology, [jnp.swapaxes(c, -1, -2) for c in columns]).T
 
 
 def closure_rows(model: Model, q, v, closures: LoopClosures) -> ClosureRows:
@@ -273,8 +272,7 @@ def closure_rows(model: Model, q, v, closures: LoopClosures) -> ClosureRows:
     kinematics scatter."""
     levels, pm = _poses_and_motions(model, q, v)
     terms = _row_terms(model, closures, pm)
-    return ClosureRows(terms.residual, _jacobian(model, levels, pm, terms),
-                       _spatial_bias(model, terms, pm.acceleration) + terms.classical)
+    return ClosureRows(terms.residual, _jacobian(model, _jacobian_columns(model, levels, pm, terms)), terms.bias)
 
 
 def constraint_residual(model: Model, q, closures: LoopClosures) -> jax.Array:
@@ -399,54 +397,50 @@ def constrained_forward_dynamics(
         if target.shape != (constraints.n_rows,):
             raise ValueError(f"acceleration_target must have shape (n_c,) = ({constraints.n_rows},), "
                              f"got {target.shape}")
-    levels, pm = _poses_and_motions(model, q, v, with_acceleration=acceleration_target is not None
-                                    or method == "projected")
+    levels, pm = _poses_and_motions(model, q, v)
     terms = _row_terms(model, constraints, pm)
-    if acceleration_target is None:  # G_c θ̈ − 𝔘́ = 𝔡̈ + α G_c θ̇ + β 𝔡
-        offset = terms.classical + alpha * terms.velocity + beta * terms.residual
-    else:
-        offset = -_spatial_bias(model, terms, pm.acceleration) - target
-    g = _jacobian(model, levels, pm, terms)
+    columns = _jacobian_columns(model, levels, pm, terms)
+    g = _jacobian(model, columns)
+    if acceleration_target is None:
+        target = -terms.bias - alpha * terms.velocity - beta * terms.residual
     if method == "projected":
-        bias = _spatial_bias(model, terms, pm.acceleration) + terms.classical
-        if acceleration_target is None:
-            target = -bias - alpha * terms.velocity - beta * terms.residual
         qdd, lam, gen = _projected(model, q, v, tau, f_ext, g, target)
         error = g @ qdd - target
     else:
-        qdd, lam, error = _augmented(model, levels, pm, v, tau, f_ext, terms, offset, regularization, iterations,
-                                     added_inertia)
+        qdd, lam, error = _augmented(model, levels, pm, v, tau, f_ext, columns, -target, regularization,
+                                     iterations, added_inertia)
         gen = g.T @ lam
     return qdd, ConstraintForces(lam, gen, terms.residual, terms.velocity, error)
 
 
-def _augmented(model: Model, levels: Levels, pm: PosesAndMotions, v, tau, f_ext, terms: _RowTerms, offset,
-               regularization, iterations: int, added):
-    """Lemma 11.1 with one gather and one scatter.  The gather carries, beside the articulated
-    inertias and the innovations ``ν_f`` of ``T − C``, the rows' wrenches as ``n_c`` columns of
-    body forces, whose innovations ``ν_c`` give ``A = G_c 𝓜⁻¹ G_c*`` and
-    ``G_c θ̈_f + (w₁* α₀(b₁) − w₂* α₀(b₂))`` (:func:`~sodyn.algorithms.articulated.riccati_and_innovation_columns`);
-    ``offset`` completes the latter to ``G_c θ̈_f − 𝔘́``.  After the solve for ``λ`` the scatter
-    runs once, on ``ν_f + ν_c λ``.  Gravity enters as the bodies' weights (``b(k) += M(k)
-    φ*(0, k) [0; −g]``, added inertias included) instead of an acceleration of the world, so
-    the scatter starts from rest.  Returns ``θ̈``, ``λ`` and ``G_c θ̈ − 𝔘́``."""
+def _augmented(model: Model, levels: Levels, pm: PosesAndMotions, v, tau, f_ext, columns, offset, regularization,
+               iterations: int, added):
+    """Lemma 11.1 with one gather and one scatter.
+
+    With the bodies' accelerations ``α = α̃ + α₀ + 𝔤`` split into ``α̃`` (``φ* α̃(℘) + H* θ̈``, no
+    velocity terms), ``α₀`` (``θ̈ = 0``, from the kinematics scatter) and the world's ``−g``,
+    the tree's equations ``(M + B) α + b = …`` are those of a tree without velocity terms and
+    with bias forces ``b̃ = b + (M + B)(α₀ + 𝔤)``, ``b = V ×* M V − f_ext``.  The gather on them
+    carries the columns of ``G_c*`` beside ``T − C`` and gives ``A = G_c 𝓜⁻¹ G_c*`` and
+    ``G_c θ̈_f`` (:func:`~sodyn.algorithms.articulated.riccati_and_innovation_columns`);
+    ``offset = −𝔘́``.  After the solve for ``λ`` the
+    scatter runs once, on ``ν_f + ν_c λ``.  Returns ``θ̈``, ``λ`` and ``G_c θ̈ − 𝔘́``."""
     topo = model.topology
     dtype = pm.translation.dtype
     m = model_params(model, dtype)
     frames = body_frames(model, levels)
     vel = pm.velocity
     down = spatial.mtv(pm.rotation, -m.gravity)  # the world's acceleration −g in each body frame
-    world = jnp.concatenate([jnp.zeros_like(down), down], axis=-1)
+    acc = pm.acceleration + jnp.concatenate([jnp.zeros_like(down), down], axis=-1)  # α₀ + 𝔤
     bias = spatial.force_cross(vel, spatial.apply_inertia(*frames.inertia, vel))
-    bias = bias + spatial.apply_inertia(*frames.inertia, world)
+    bias = bias + spatial.apply_inertia(*frames.inertia, acc)
     if f_ext is not None:
         bias = bias - to_levels(topo, f_ext, jnp.zeros(6, dtype))
-    if added is not None:  # B_k accelerates with the world too
+    if added is not None:
         added = to_levels(topo, jnp.asarray(added, dtype), jnp.zeros((6, 6), dtype))
-        bias = bias + spatial.mv(added, world)
+        bias = bias + spatial.mv(added, acc)
     t_blocks = dofs_to_levels(topo, tau - m.damping * v, 0.0)
-    nus, cols, ab = riccati_and_innovation_columns(model, frames, t_blocks, _body_wrench_columns(topo, terms),
-                                                   pm.coriolis, bias, FORWARD_UNROLL, added)
+    nus, cols, ab = riccati_and_innovation_columns(model, frames, t_blocks, columns, bias, FORWARD_UNROLL, added)
     a = 0.5 * (cols.gram + cols.gram.T)  # G_c 𝓜⁻¹ G_c*
     n_c = a.shape[0]
     error = cols.work + offset  # G_c θ̈_f − 𝔘́
@@ -455,7 +449,7 @@ def _augmented(model: Model, levels: Levels, pm: PosesAndMotions, v, tau, f_ext,
     rho = jnp.where(rho > 0, rho, jnp.asarray(eps, dtype))
     lam = _proximal_solve(a, -error, rho, iterations)
     nus = [nu + spatial.mtv(nc, lam) for nu, nc in zip(nus, cols.nu)]  # ν_f + ν_c λ
-    qdd = accelerations(model, frames, ab, nus, jnp.zeros(6, dtype), pm.coriolis, FORWARD_UNROLL)
+    qdd = accelerations(model, frames, ab, nus, jnp.zeros(6, dtype), None, FORWARD_UNROLL)
     return qdd, lam, error + a @ lam
 
 
