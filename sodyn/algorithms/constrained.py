@@ -240,13 +240,12 @@ def _ancestor_slots(topo, bodies: np.ndarray) -> np.ndarray:
     return out
 
 
-def _jacobian_columns(model: Model, levels: Levels, pm: PosesAndMotions, terms: _RowTerms) -> list[jax.Array]:
+def _jacobian_columns(model: Model, axes: list[jax.Array], terms: _RowTerms) -> list[jax.Array]:
     """``G_c*`` per kernel ``(1, W_k, n_c, nv_k)``: each joint axis at the world origin
-    (:func:`~sodyn.algorithms.kinematics.world_subspace_blocks`) against the rows' wrenches,
-    ``w₁`` where the joint supports body 1, ``−w₂`` where it supports body 2."""
+    (``axes``, :func:`~sodyn.algorithms.kinematics.world_subspace_blocks`) against the rows'
+    wrenches, ``w₁`` where the joint supports body 1, ``−w₂`` where it supports body 2."""
     topo = model.topology
-    dtype = pm.translation.dtype
-    axes = world_subspace_blocks(topo, levels, pm.rotation, pm.translation)  # (1, W_k, nv_k, 6)
+    dtype = terms.wrench1.dtype
     m1 = _ancestor_slots(topo, terms.body1)
     m2 = _ancestor_slots(topo, terms.body2)
     out = []
@@ -272,7 +271,8 @@ def closure_rows(model: Model, q, v, closures: LoopClosures) -> ClosureRows:
     kinematics scatter."""
     levels, pm = _poses_and_motions(model, q, v)
     terms = _row_terms(model, closures, pm)
-    return ClosureRows(terms.residual, _jacobian(model, _jacobian_columns(model, levels, pm, terms)), terms.bias)
+    axes = world_subspace_blocks(model.topology, levels, pm.rotation, pm.translation)
+    return ClosureRows(terms.residual, _jacobian(model, _jacobian_columns(model, axes, terms)), terms.bias)
 
 
 def constraint_residual(model: Model, q, closures: LoopClosures) -> jax.Array:
@@ -311,47 +311,48 @@ def _check_closures(model: Model, closures) -> None:
 
 def _proximal_solve(a: jax.Array, rhs: jax.Array, rho: jax.Array, iterations: int) -> jax.Array:
     """``iterations`` proximal-point steps ``(A + ρI) λ⁺ = rhs + ρ λ`` from ``λ = 0`` on one
-    Cholesky factor (a small dense solve outside the recursions): unrolled in closed form up to
-    :data:`SMALL_SOLVE` rows, by LAPACK beyond."""
+    Cholesky factor ``A + ρI = L Lᵀ`` (a small dense solve outside the recursions).  Up to
+    :data:`~sodyn.runtime.tuning.SMALL_SOLVE` rows the factor and ``L⁻¹`` are formed entry by
+    entry and each step is ``λ⁺ = L⁻ᵀ (L⁻¹ (rhs + ρ λ))``; larger systems use LAPACK."""
     n = a.shape[0]
     a = a + rho * jnp.eye(n, dtype=a.dtype)
     if n > SMALL_SOLVE:
         factor = jax.scipy.linalg.cho_factor(a, lower=True)
         return jax.lax.fori_loop(0, iterations, lambda _, lam: jax.scipy.linalg.cho_solve(factor, rhs + rho * lam),
                                  jnp.zeros_like(rhs))
-    low, inv_diag = _cholesky(a)
-    b = spatial.unstack(rhs, 0)
-    lam = _cholesky_solve(low, inv_diag, b)
+    x = _cholesky_inverse(a)
+    lam = spatial.mtv(x, spatial.mv(x, rhs))
     for _ in range(iterations - 1):
-        lam = _cholesky_solve(low, inv_diag, [bi + rho * li for bi, li in zip(b, lam)])
-    return jnp.stack(lam)
+        lam = spatial.mtv(x, spatial.mv(x, rhs + rho * lam))
+    return lam
 
 
-def _cholesky(a: jax.Array) -> tuple[list[list[jax.Array]], list[jax.Array]]:
-    """``A = L Lᵀ`` entry by entry (``L[i][j]``, ``j < i``) and ``1 / L[i][i]``, for a small ``A``."""
+def _cholesky_inverse(a: jax.Array) -> jax.Array:
+    """``L⁻¹`` ``(n, n)`` for ``A = L Lᵀ`` (``L`` lower triangular), entry by entry for a small ``A``:
+    ``L_jj = √(A_jj − Σ_k L_jk²)``, ``L_ij = (A_ij − Σ_k L_ik L_jk) / L_jj`` (``k < j``), then
+    ``X = L⁻¹`` by forward substitution, ``X_jj = 1 / L_jj``, ``X_ij = −(Σ_{j≤k<i} L_ik X_kj) / L_ii``."""
     n = a.shape[0]
     e = [spatial.unstack(row, 0) for row in spatial.unstack(a, 0)]
-    low: list[list[jax.Array]] = [[] for _ in range(n)]
-    inv_diag = []
+    low = [[None] * n for _ in range(n)]
     for j in range(n):
-        d = e[j][j] - sum((low[j][k] ** 2 for k in range(j)), jnp.zeros((), a.dtype))
-        inv_diag.append(jax.lax.rsqrt(d))
+        d = e[j][j]
+        for k in range(j):
+            d = d - low[j][k] ** 2
+        low[j][j] = jnp.sqrt(d)
         for i in range(j + 1, n):
-            low[i].append((e[i][j] - sum((low[i][k] * low[j][k] for k in range(j)), jnp.zeros((), a.dtype)))
-                          * inv_diag[j])
-    return low, inv_diag
-
-
-def _cholesky_solve(low, inv_diag, b: list[jax.Array]) -> list[jax.Array]:
-    """``(L Lᵀ)⁻¹ b`` by forward and back substitution on :func:`_cholesky`'s factor."""
-    n = len(b)
-    y: list[jax.Array] = []
-    for i in range(n):
-        y.append((b[i] - sum((low[i][k] * y[k] for k in range(i)), jnp.zeros_like(b[i]))) * inv_diag[i])
-    x: list[jax.Array] = [None] * n  # type: ignore[list-item]
-    for i in range(n - 1, -1, -1):
-        x[i] = (y[i] - sum((low[k][i] * x[k] for k in range(i + 1, n)), jnp.zeros_like(b[i]))) * inv_diag[i]
-    return x
+            t = e[i][j]
+            for k in range(j):
+                t = t - low[i][k] * low[j][k]
+            low[i][j] = t / low[j][j]
+    x = [[jnp.zeros((), a.dtype)] * n for _ in range(n)]
+    for j in range(n):
+        x[j][j] = 1.0 / low[j][j]
+        for i in range(j + 1, n):
+            t = low[i][j] * x[j][j]
+            for k in range(j + 1, i):
+                t = t + low[i][k] * x[k][j]
+            x[i][j] = -t / low[i][i]
+    return jnp.stack([jnp.stack(row) for row in x])
 
 
 def _stabilization(stabilization, dtype) -> tuple[jax.Array, jax.Array]:
@@ -399,7 +400,8 @@ def constrained_forward_dynamics(
                              f"got {target.shape}")
     levels, pm = _poses_and_motions(model, q, v)
     terms = _row_terms(model, constraints, pm)
-    columns = _jacobian_columns(model, levels, pm, terms)
+    axes = world_subspace_blocks(model.topology, levels, pm.rotation, pm.translation)  # (1, W_k, nv_k, 6)
+    columns = _jacobian_columns(model, axes, terms)
     g = _jacobian(model, columns)
     if acceleration_target is None:
         target = -terms.bias - alpha * terms.velocity - beta * terms.residual
@@ -407,14 +409,14 @@ def constrained_forward_dynamics(
         qdd, lam, gen = _projected(model, q, v, tau, f_ext, g, target)
         error = g @ qdd - target
     else:
-        qdd, lam, error = _augmented(model, levels, pm, v, tau, f_ext, columns, -target, regularization,
+        qdd, lam, error = _augmented(model, levels, pm, v, tau, f_ext, columns, axes, -target, regularization,
                                      iterations, added_inertia)
         gen = g.T @ lam
     return qdd, ConstraintForces(lam, gen, terms.residual, terms.velocity, error)
 
 
-def _augmented(model: Model, levels: Levels, pm: PosesAndMotions, v, tau, f_ext, columns, offset, regularization,
-               iterations: int, added):
+def _augmented(model: Model, levels: Levels, pm: PosesAndMotions, v, tau, f_ext, columns, axes, offset,
+               regularization, iterations: int, added):
     """Lemma 11.1 with one gather and one scatter.
 
     With the bodies' accelerations ``α = α̃ + α₀ + 𝔤`` split into ``α̃`` (``φ* α̃(℘) + H* θ̈``, no
@@ -440,7 +442,8 @@ def _augmented(model: Model, levels: Levels, pm: PosesAndMotions, v, tau, f_ext,
         added = to_levels(topo, jnp.asarray(added, dtype), jnp.zeros((6, 6), dtype))
         bias = bias + spatial.mv(added, acc)
     t_blocks = dofs_to_levels(topo, tau - m.damping * v, 0.0)
-    nus, cols, ab = riccati_and_innovation_columns(model, frames, t_blocks, columns, bias, FORWARD_UNROLL, added)
+    nus, cols, ab = riccati_and_innovation_columns(model, frames, t_blocks, columns, (pm.rotation, pm.translation),
+                                                   axes, bias, FORWARD_UNROLL, added)
     a = 0.5 * (cols.gram + cols.gram.T)  # G_c 𝓜⁻¹ G_c*
     n_c = a.shape[0]
     error = cols.work + offset  # G_c θ̈_f − 𝔘́
