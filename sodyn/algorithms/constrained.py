@@ -137,11 +137,14 @@ def _side(model: Model, pm: PosesAndMotions, frames, anchors) -> _Side:
     m = model_params(model, dtype)
     r_bf = jnp.where(moving[:, None, None], m.frame_rotation[fr], jnp.eye(3, dtype=dtype))
     p_bf = jnp.where(moving[:, None], m.frame_translation[fr], 0.0)
-    slot = np.where(body >= 0, topo.body_flat[np.maximum(body, 0)], topo.width)  # W: the world's row
+    slot = topo.body_flat[np.maximum(body, 0)]
+    fixed = bool(np.any(body < 0))
 
-    def at_bodies(x, world):
-        flat = x.reshape((topo.width,) + x.shape[2:])
-        return take(jnp.concatenate([flat, jnp.asarray(world, dtype)[None]]), slot)
+    def at_bodies(x, world):  # the bodies' values; the world's for a side on the world
+        y = take(x.reshape((topo.width,) + x.shape[2:]), slot)
+        if not fixed:
+            return y
+        return jnp.where(moving.reshape((-1,) + (1,) * (y.ndim - 1)), y, jnp.asarray(world, dtype))
 
     rot = at_bodies(pm.rotation, np.eye(3))
     vel = at_bodies(pm.velocity, np.zeros(6))
