@@ -413,20 +413,13 @@ class InnovationColumns(NamedTuple):
     work: jax.Array
 
 
-def riccati_and_innovation_columns(model: Model, frames: Frames, t_blocks, columns, world_pose, world_axes,
-                                   bias=None, unroll: int = 1,
+def riccati_and_innovation_columns(model: Model, frames: Frames, t_blocks, columns, bias=None, unroll: int = 1,
                                    added=None) -> tuple[list[jax.Array], InnovationColumns, ArticulatedBodies]:
     """The Riccati and innovations gather (Jain Alg. 7.1, 7.2) for the joint forces ``t_blocks``
     with bias forces ``b = bias`` and no velocity terms (``z(k) = b(k) + Σ_c φ(k, c) z⁺(c)``), and
     in the same sweep the innovations of ``n`` columns of joint forces ``x_c`` (``columns``, per
     kernel ``(1, W_k, n, nv_k)``) at ``b = 0``: ``ε_c = x_c − H z_c``, ``ν_c = D⁻¹ ε_c``,
     ``z_c⁺ = z_c + U ν_c``.
-
-    The columns' ``z_c`` are carried in world axes about the world origin, where every ``φ`` is
-    the identity: with the bodies' world poses ``world_pose`` ``(R, p)`` ``(1, W, ...)`` and their
-    joint axes there ``world_axes`` (per kernel ``(1, W_k, nv_k, 6)``), each level takes its ``U``
-    to world axes (one force transform per dof, not one per column) and the columns' forces
-    reach the parent unchanged.
 
     With ``N = D⁻¹ [I − HψK]`` the innovations operator, ``𝓜⁻¹ = N* D N`` (Lemma 7.5), so
     ``x_c* 𝓜⁻¹ y = Σ_k ε_c(k)* ν_y(k)``: the columns' compliance, and ``x_c* θ̈`` for the
@@ -437,34 +430,31 @@ def riccati_and_innovation_columns(model: Model, frames: Frames, t_blocks, colum
     dtype = frames.inertia[0].dtype
 
     def step(from_children, level):
-        pose, inertia, b, extra, wr, wp = level.x
+        pose, inertia, b, extra = level.x
         p_children, z, zc = from_children
         big_p = spatial.inertia_from_parameters(*inertia) + p_children
         big_p = big_p if extra is None else big_p + extra
         z = z if b is None else z + b
         p_plus, z_plus, zc_plus, outs = [], [], [], []
-        pieces = zip(level.per_kernel(big_p), level.per_kernel(z), level.per_kernel(zc), level.per_kernel(wr),
-                     level.per_kernel(wp), *zip(*level.kernels))
-        for pk, zk, zck, rk, pk_w, axes, arm, t, tc, hw in pieces:
+        pieces = zip(level.per_kernel(big_p), level.per_kernel(z), level.per_kernel(zc), *zip(*level.kernels))
+        for pk, zk, zck, axes, arm, t, tc in pieces:
             pp, ric = riccati_kernel(pk, axes, arm)
             zp, nu = innovation_kernel(zk, axes, ric, t)
-            uw = spatial.force_to_parent(rk[:, None], pk_w[:, None], ric.U)  # U in world axes, (w, nv_k, 6)
-            eps = tc - contract("...di,...ci->...cd", hw, zck)
+            eps = tc - axes.transpose_times(zck)
             nu_c = spatial.mv(ric.D_inv[:, None], eps)
             p_plus.append(pp)
             z_plus.append(zp)
-            zc_plus.append(zck + contract("...di,...cd->...ci", uw, nu_c))
+            zc_plus.append(zck + spatial.mtv(ric.U[:, None], nu_c))
             outs.append((nu, nu_c, eps, ric._replace(D=None)))  # D: not needed for 𝓜⁻¹ x
         sent = (_inertia_to_parent(pose, jnp.concatenate(p_plus, axis=0)),
                 _force_to_parent(pose, jnp.concatenate(z_plus, axis=0)),
-                jnp.concatenate(zc_plus, axis=0))
+                _force_to_parent(pose, jnp.concatenate(zc_plus, axis=0)))
         return sent, tuple(outs)
 
     n = columns[0].shape[-2]
     zero = (jnp.zeros((6, 6), dtype), jnp.zeros(6, dtype), jnp.zeros((n, 6), dtype))
-    kernel_xs = tuple(zip(frames.axes, _armature_blocks(model, dtype), t_blocks, columns, world_axes))
-    outs = gather(model.topology, step, zero, (frames.pose, frames.inertia, bias, added) + tuple(world_pose),
-                  kernel_xs, unroll=unroll)
+    kernel_xs = tuple(zip(frames.axes, _armature_blocks(model, dtype), t_blocks, columns))
+    outs = gather(model.topology, step, zero, (frames.pose, frames.inertia, bias, added), kernel_xs, unroll=unroll)
     nus, nu_c, eps = ([o[i] for o in outs] for i in range(3))
     gram = sum(contract("...wid,...wjd->...ij", e, x) for e, x in zip(eps, nu_c))
     work = sum(contract("...wid,...wd->...i", e, x) for e, x in zip(eps, nus))

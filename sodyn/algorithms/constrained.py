@@ -412,14 +412,14 @@ def constrained_forward_dynamics(
         qdd, lam, gen = _projected(model, q, v, tau, f_ext, g, target)
         error = g @ qdd - target
     else:
-        qdd, lam, error = _augmented(model, levels, pm, v, tau, f_ext, columns, axes, -target, regularization,
+        qdd, lam, error = _augmented(model, levels, pm, v, tau, f_ext, columns, -target, regularization,
                                      iterations, added_inertia)
         gen = g.T @ lam
     return qdd, ConstraintForces(lam, gen, terms.residual, terms.velocity, error)
 
 
-def _augmented(model: Model, levels: Levels, pm: PosesAndMotions, v, tau, f_ext, columns, axes, offset,
-               regularization, iterations: int, added):
+def _augmented(model: Model, levels: Levels, pm: PosesAndMotions, v, tau, f_ext, columns, offset, regularization,
+               iterations: int, added):
     """Lemma 11.1 with one gather and one scatter.
 
     With the bodies' accelerations ``α = α̃ + α₀ + 𝔤`` split into ``α̃`` (``φ* α̃(℘) + H* θ̈``, no
@@ -445,8 +445,7 @@ def _augmented(model: Model, levels: Levels, pm: PosesAndMotions, v, tau, f_ext,
         added = to_levels(topo, jnp.asarray(added, dtype), jnp.zeros((6, 6), dtype))
         bias = bias + spatial.mv(added, acc)
     t_blocks = dofs_to_levels(topo, tau - m.damping * v, 0.0)
-    nus, cols, ab = riccati_and_innovation_columns(model, frames, t_blocks, columns, (pm.rotation, pm.translation),
-                                                   axes, bias, FORWARD_UNROLL, added)
+    nus, cols, ab = riccati_and_innovation_columns(model, frames, t_blocks, columns, bias, FORWARD_UNROLL, added)
     a = 0.5 * (cols.gram + cols.gram.T)  # G_c 𝓜⁻¹ G_c*
     n_c = a.shape[0]
     error = cols.work + offset  # G_c θ̈_f − 𝔘́
