@@ -66,7 +66,7 @@ import numpy as np
 
 from sodyn import spatial
 from sodyn.algorithms.articulated import accelerations, body_frames, riccati_and_innovation_columns
-from sodyn.algorithms.common import Levels, check_state, model_params, prepare
+from sodyn.algorithms.common import Levels, check_state, gravity_acceleration, model_params, prepare
 from sodyn.algorithms.kinematics import PosesAndMotions, poses_and_motions_levels, world_subspace_blocks
 from sodyn.constraints import LoopClosures
 from sodyn.contraction import contract
@@ -152,9 +152,10 @@ def _side(model: Model, pm: PosesAndMotions, frames, anchors) -> _Side:
     w = vel[:, :3]
     u_a = vel[:, 3:] + spatial.cross(w, r)
     acc = ang = None
-    if pm.acceleration is not None:
+    if pm.acceleration is not None:  # less the world's −g: R (u̇ + ω̇ × r) + g
         a0 = at_bodies(pm.acceleration, np.zeros(6))
-        acc = spatial.mv(rot, a0[:, 3:] + spatial.cross(a0[:, :3], r))
+        g = jnp.where(moving[:, None], m.gravity, 0.0)
+        acc = spatial.mv(rot, a0[:, 3:] + spatial.cross(a0[:, :3], r)) + g
         ang = spatial.mv(rot, a0[:, :3])
     return _Side(body, spatial.mm(rot, r_bf), at_bodies(pm.translation, np.zeros(3)) + spatial.mv(rot, r),
                  spatial.mv(rot, u_a), spatial.mv(rot, w), acc, spatial.mv(rot, spatial.cross(w, u_a)), ang)
@@ -260,8 +261,11 @@ def _jacobian_columns(model: Model, axes: list[jax.Array], terms: _RowTerms) -> 
 
 
 def _poses_and_motions(model: Model, q, v) -> tuple[Levels, PosesAndMotions]:
+    """The bodies' world poses, velocities and accelerations at ``θ̈ = 0`` with the world
+    accelerating by ``−g`` (``α₀ + 𝔤``), by one scatter."""
     levels = prepare(model, q)
-    return levels, poses_and_motions_levels(levels, model.topology, dofs_to_levels(model.topology, v, 0.0),
+    root = gravity_acceleration(model_params(model, q.dtype), q.dtype)
+    return levels, poses_and_motions_levels(levels, model.topology, dofs_to_levels(model.topology, v, 0.0), root,
                                             FORWARD_UNROLL)
 
 
@@ -434,9 +438,7 @@ def _augmented(model: Model, levels: Levels, pm: PosesAndMotions, v, tau, f_ext,
     dtype = pm.translation.dtype
     m = model_params(model, dtype)
     frames = body_frames(model, levels)
-    vel = pm.velocity
-    down = spatial.mtv(pm.rotation, -m.gravity)  # the world's acceleration −g in each body frame
-    acc = pm.acceleration + jnp.concatenate([jnp.zeros_like(down), down], axis=-1)  # α₀ + 𝔤
+    vel, acc = pm.velocity, pm.acceleration  # acc: α₀ + 𝔤
     bias = spatial.force_cross(vel, spatial.apply_inertia(*frames.inertia, vel))
     bias = bias + spatial.apply_inertia(*frames.inertia, acc)
     if f_ext is not None:

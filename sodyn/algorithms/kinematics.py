@@ -221,14 +221,15 @@ class PosesAndMotions(NamedTuple):
     translation: jax.Array          # world position of each body's origin
     velocity: jax.Array             # V(k), body frame
     coriolis: jax.Array             # a(k) = V(k) ×ₘ H*(k) θ̇(k)
-    acceleration: jax.Array | None  # α(k) at θ̈ = 0, the world at rest: J̇_k θ̇ (if asked for)
+    acceleration: jax.Array | None  # α(k) at θ̈ = 0 (J̇_k θ̇ plus the world's acceleration), if asked for
 
 
-def poses_and_motions_levels(levels: Levels, topo, v_blocks, unroll: int = 1,
-                             with_acceleration: bool = True) -> PosesAndMotions:
-    """World poses (Jain Alg. 3.1), velocities ``V`` (eq. 3.19), the velocity terms ``a`` and,
-    if ``with_acceleration``, the accelerations at zero joint acceleration ``α = φ* α(℘) + a``
-    (eq. 5.14 with ``θ̈ = 0``) of every body, by one scatter."""
+def poses_and_motions_levels(levels: Levels, topo, v_blocks, root_acceleration: jax.Array | None,
+                             unroll: int = 1) -> PosesAndMotions:
+    """World poses (Jain Alg. 3.1), velocities ``V`` (eq. 3.19), the velocity terms ``a`` and
+    (unless ``root_acceleration`` is ``None``) the accelerations at zero joint acceleration
+    ``α = φ* α(℘) + a`` (eq. 5.14 with ``θ̈ = 0``; the world accelerating by
+    ``root_acceleration``) of every body, by one scatter."""
     vj = joint_motion(levels.axes, v_blocks)
     dtype = vj.dtype
 
@@ -241,10 +242,9 @@ def poses_and_motions_levels(levels: Levels, topo, v_blocks, unroll: int = 1,
         outs = (wr, wp, vel, coriolis) + (() if acc is None else (acc,))
         return (wr, wp, vel, acc), tuple(zip(*(level.per_kernel(y) for y in outs)))
 
-    zero6 = jnp.zeros(6, dtype)
-    root = (jnp.eye(3, dtype=dtype), jnp.zeros(3, dtype), zero6, zero6 if with_acceleration else None)
+    root = (jnp.eye(3, dtype=dtype), jnp.zeros(3, dtype), jnp.zeros(6, dtype), root_acceleration)
     outs = in_slots(scatter(topo, step, root, (levels.rel_r, levels.rel_p, vj), unroll=unroll))
-    return PosesAndMotions(*outs) if with_acceleration else PosesAndMotions(*outs, None)
+    return PosesAndMotions(*outs) if root_acceleration is not None else PosesAndMotions(*outs, None)
 
 
 def body_velocities(model: Model, q, v) -> jax.Array:
