@@ -9,29 +9,34 @@ equations of motion are (eq. 11.6)
 ``λ`` is the wrench the closure applies to frame 1 (world axes, at ``anchor1``; frame 2 gets
 its opposite) and ``G_c* λ`` the joint-space constraint force.
 
-**Augmented method** (Lemma 11.2, Alg. 11.2; the default).  With the node Jacobian ``J`` of
-the closures' frames (local 6D rows, ``J = B* φ* H*``) the rows are ``G_c = Q J``, ``Q`` the
-small ``n_c × 6T`` map from the frames' spatial velocities to the rows (for a point ``a`` of a
-frame with world rotation ``R``: ``R [−ã, I]``; for angular rows ``R [I, 0]``; frame 2's
-blocks negated; a distance row is ``nᵀ`` times its point rows).  Then
+**Augmented method** (Lemma 11.1, Alg. 11.1; the default):
 
     θ̈_f = 𝓜⁻¹ (T − C)                                  (articulated-body FD, O(N))
-    𝔡̈_f = G_c θ̈_f + Ġ_c θ̇ − φ̈*                         (free-motion constraint error)
-    [Q Λ⁻¹ Q*] λ = −𝔡̈_f,        Λ⁻¹ = J 𝓜⁻¹ J* = B* Ω B   (Ω recursions, eqs. 10.11–10.18)
-    θ̈ = θ̈_f + 𝓜⁻¹ G_c* λ                              (innovations sweeps, Lemma 7.5, O(N))
+    [G_c 𝓜⁻¹ G_c*] λ = −(G_c θ̈_f − 𝔘́)
+    θ̈ = θ̈_f + 𝓜⁻¹ G_c* λ.
 
-``Λ⁻¹`` of the ``T`` distinct frames comes from :mod:`~sodyn.algorithms.operational_space`
-(Υ scatter, Ψ gather, nearest-common-ancestor blocks) and ``𝓜⁻¹ G_c* λ`` from one
-innovations gather and one acceleration scatter on the same Riccati quantities, so a call
-costs O(N · T + T²) plus the ``n_c × n_c`` solve; 𝓜 is never formed or factored.  The small
-dense solve is a proximal-point iteration (as Pinocchio's ``ProximalSettings``): with ``A =
-Q Λ⁻¹ Q*`` and ``ρ > 0``,
+One kinematics scatter gives the bodies' world poses, velocities ``V`` and accelerations at
+``θ̈ = 0`` (``α₀``, the world accelerating by ``−g``), hence ``𝔡``, ``G_c θ̇``, ``Ġ_c θ̇`` and the
+columns of ``G_c*`` (each row a wrench about the world origin — ``[p_a × e; e]`` for a point
+row along ``e``, ``[e; 0]`` for an angular row, ``nᵀ`` times the point rows for a distance —
+against the joint axes there, on the bodies' ancestors; frame 2's negated).  One
+Riccati/innovations gather (Alg. 7.1, 7.2) then carries the ``n_c`` columns of ``G_c*`` beside
+``T − C``: with ``N = D⁻¹ [I − HψK]``, ``𝓜⁻¹ = N* D N`` (Lemma 7.5), so ``G_c 𝓜⁻¹ G_c* =
+Σ_k ε_c* ν_c`` and ``G_c θ̈_f = Σ_k ε_c* ν_f`` come out of the gather (``ε = D ν``), with no
+acceleration scatter per column
+(:func:`~sodyn.algorithms.articulated.riccati_and_innovation_columns`).  The velocity terms
+ride in the bias forces, ``b̃ = V ×* M V − f_ext + M (α₀ + 𝔤)``, so the one acceleration
+scatter, run after the solve on ``ν_f + ν_c λ``, starts from rest.  A call costs
+``O(N · n_c)`` plus the ``n_c × n_c`` solve; 𝓜 is never formed or factored.  The small dense
+solve is a proximal-point iteration (as Pinocchio's ``ProximalSettings``): with ``A =
+G_c 𝓜⁻¹ G_c*``, ``𝔡̈_f = G_c θ̈_f − 𝔘́`` and ``ρ > 0``,
 
     (A + ρ I) λ_{k+1} = −𝔡̈_f + ρ λ_k,        λ_0 = 0,
 
-a fixed number of steps (``iterations``) on one Cholesky factor.  For independent rows it
-converges to ``A⁻¹(−𝔡̈_f)`` geometrically (factor ``ρ/(σ + ρ)`` per step along an eigenvalue
-``σ`` of ``A``).  Redundant rows (a 3D point closing a planar four-bar: ``A`` singular) stay
+a fixed number of steps (``iterations``) on one Cholesky factor (formed, with its inverse,
+entry by entry for up to :data:`~sodyn.runtime.tuning.SMALL_SOLVE` rows; by LAPACK beyond).
+For independent rows it converges to ``A⁻¹(−𝔡̈_f)`` geometrically (factor ``ρ/(σ + ρ)`` per
+step along an eigenvalue ``σ`` of ``A``).  Redundant rows (a 3D point closing a planar four-bar: ``A`` singular) stay
 finite: along ``range A`` it converges to the minimum-norm solution, so ``θ̈`` is the
 least-squares one (``G_c θ̈`` is the projection of ``𝔘́`` on ``range G_c``); along ``null A =
 null G_c*`` the iterate moves by ``−k 𝔡̈_f,null / ρ`` (zero when the rows are consistent, as
@@ -123,12 +128,13 @@ class _Side(NamedTuple):
     point: jax.Array
     velocity: jax.Array
     omega: jax.Array
-    acceleration: jax.Array | None
+    acceleration: jax.Array
     classical: jax.Array
-    angular_acceleration: jax.Array | None
+    angular_acceleration: jax.Array
 
 
 def _side(model: Model, pm: PosesAndMotions, frames, anchors) -> _Side:
+    """The :class:`_Side` of ``frames`` (static) with ``anchors`` ``(n, 3)`` in their axes."""
     topo = model.topology
     dtype = pm.translation.dtype
     fr = np.array([f if f != WORLD else 0 for f in frames], dtype=np.int64)
@@ -151,26 +157,23 @@ def _side(model: Model, pm: PosesAndMotions, frames, anchors) -> _Side:
     r = p_bf + spatial.mv(r_bf, anchors)
     w = vel[:, :3]
     u_a = vel[:, 3:] + spatial.cross(w, r)
-    acc = ang = None
-    if pm.acceleration is not None:  # less the world's −g: R (u̇ + ω̇ × r) + g
-        a0 = at_bodies(pm.acceleration, np.zeros(6))
-        g = jnp.where(moving[:, None], m.gravity, 0.0)
-        acc = spatial.mv(rot, a0[:, 3:] + spatial.cross(a0[:, :3], r)) + g
-        ang = spatial.mv(rot, a0[:, :3])
+    a0 = at_bodies(pm.acceleration, np.zeros(6))  # α₀ + 𝔤: the world's −g taken back out below
+    acc = spatial.mv(rot, a0[:, 3:] + spatial.cross(a0[:, :3], r)) + jnp.where(moving[:, None], m.gravity, 0.0)
+    ang = spatial.mv(rot, a0[:, :3])
     return _Side(body, spatial.mm(rot, r_bf), at_bodies(pm.translation, np.zeros(3)) + spatial.mv(rot, r),
                  spatial.mv(rot, u_a), spatial.mv(rot, w), acc, spatial.mv(rot, spatial.cross(w, u_a)), ang)
 
 
 class _RowTerms(NamedTuple):
     """Per row of the closures (world axes): ``residual`` ``𝔡``, ``velocity`` ``G_c θ̇``, ``bias``
-    ``Ġ_c θ̇`` (``None`` without the bodies' accelerations), and ``wrench1``, ``wrench2``
+    ``Ġ_c θ̇``, and ``wrench1``, ``wrench2``
     ``(n_c, 6)``: each row as a wrench about the world origin on side 1's and side 2's body
     (``G_c = w₁* J₁ − w₂* J₂``, ``J`` the bodies' Jacobians there), whose bodies are ``body1``,
     ``body2`` (static, ``-1`` for the world)."""
 
     residual: jax.Array
     velocity: jax.Array
-    bias: jax.Array | None
+    bias: jax.Array
     wrench1: jax.Array
     wrench2: jax.Array
     body1: np.ndarray
@@ -194,8 +197,7 @@ def _row_terms(model: Model, closures: LoopClosures, pm: PosesAndMotions) -> _Ro
     moment = jnp.concatenate([eye, zero], axis=-1)
     d = s1.point - s2.point
     dv = s1.velocity - s2.velocity
-    with_bias = s1.acceleration is not None
-    dd = (s1.acceleration + s1.classical - s2.acceleration - s2.classical) if with_bias else None
+    dd = s1.acceleration + s1.classical - s2.acceleration - s2.classical  # p̈_a − p̈_b at θ̈ = 0
     res, vel, bias, w1, w2, rows = [], [], [], [], [], []
     for i, kind in enumerate(closures.kind):
         if kind == "weld":
@@ -203,16 +205,14 @@ def _row_terms(model: Model, closures: LoopClosures, pm: PosesAndMotions) -> _Ro
                                                                spatial.transpose(s2.frame_rotation[i])))
             res += [spatial.quat_log(spatial.rotation_to_quat(err)), d[i]]
             vel += [s1.omega[i] - s2.omega[i], dv[i]]
-            if with_bias:
-                bias += [s1.angular_acceleration[i] - s2.angular_acceleration[i], dd[i]]
+            bias += [s1.angular_acceleration[i] - s2.angular_acceleration[i], dd[i]]
             w1 += [moment, p1[i]]
             w2 += [moment, p2[i]]
             rows += [i] * 6
         elif kind == "point":
             res.append(d[i])
             vel.append(dv[i])
-            if with_bias:
-                bias.append(dd[i])
+            bias.append(dd[i])
             w1.append(p1[i])
             w2.append(p2[i])
             rows += [i] * 3
@@ -223,15 +223,13 @@ def _row_terms(model: Model, closures: LoopClosures, pm: PosesAndMotions) -> _Ro
             ndv = jnp.dot(n, dv[i])
             res.append((length - closures.length[i])[None])
             vel.append(ndv[None])
-            if with_bias:
-                bias.append((jnp.dot(n, dd[i]) + (jnp.dot(dv[i], dv[i]) - ndv ** 2) / safe)[None])
+            bias.append((jnp.dot(n, dd[i]) + (jnp.dot(dv[i], dv[i]) - ndv ** 2) / safe)[None])
             w1.append((n @ p1[i])[None])
             w2.append((n @ p2[i])[None])
             rows.append(i)
     rows = np.asarray(rows, dtype=np.int64)
     cat = jnp.concatenate
-    return _RowTerms(cat(res), cat(vel), cat(bias) if with_bias else None, cat(w1), cat(w2), s1.body[rows],
-                     s2.body[rows])
+    return _RowTerms(cat(res), cat(vel), cat(bias), cat(w1), cat(w2), s1.body[rows], s2.body[rows])
 
 
 def _ancestor_slots(topo, bodies: np.ndarray) -> np.ndarray:
@@ -270,6 +268,7 @@ def _poses_and_motions(model: Model, q, v) -> tuple[Levels, PosesAndMotions]:
 
 
 def _jacobian(model: Model, columns: list[jax.Array]) -> jax.Array:
+    """``G_c`` ``(n_c, nv)`` from its columns in the slot layout (:func:`_jacobian_columns`)."""
     return dofs_from_levels(model.topology, [jnp.swapaxes(c, -1, -2) for c in columns]).T
 
 
@@ -379,15 +378,14 @@ def constrained_forward_dynamics(
     """Joint accelerations ``θ̈`` ``(nv,)`` of the tree closed by ``constraints`` (Jain Ch. 11),
     and the :class:`ConstraintForces`.
 
-    ``method="augmented"`` (default): O(N) tree dynamics plus the operational-space
-    compliance of the closures' frames (Lemma 11.2, Alg. 11.2); ``"projected"``: the dense
+    ``method="augmented"`` (default): the tree's articulated-body sweeps carrying the
+    ``n_c`` columns of ``G_c*``, O(N · n_c) (Lemma 11.1, Alg. 11.1); ``"projected"``: the dense
     projected equations (Alg. 11.3).  See the module docstring for both, the proximal solve
     (``regularization``, ``iterations``) and the Baumgarte ``stabilization = (α, β)``
     (default ``(20, 100)``).  ``acceleration_target`` ``(n_c,)`` prescribes ``G_c θ̈``
     instead.  ``f_ext``, damping and armature enter as in :func:`sodyn.forward_dynamics`;
     ``added_inertia`` ``B`` ``(n_bodies, 6, 6)`` (augmented only) solves with
-    ``𝓜 + Σ J_k* B_k J_k`` as that function does, its compliance then by ``n_c`` innovations
-    sweeps (``𝓜⁻¹ G_c*``, O(N · n_c)).
+    ``𝓜 + Σ J_k* B_k J_k`` (and ``B_k`` accelerating with the world) as that function does.
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
@@ -432,8 +430,8 @@ def _augmented(model: Model, levels: Levels, pm: PosesAndMotions, v, tau, f_ext,
     with bias forces ``b̃ = b + (M + B)(α₀ + 𝔤)``, ``b = V ×* M V − f_ext``.  The gather on them
     carries the columns of ``G_c*`` beside ``T − C`` and gives ``A = G_c 𝓜⁻¹ G_c*`` and
     ``G_c θ̈_f`` (:func:`~sodyn.algorithms.articulated.riccati_and_innovation_columns`);
-    ``offset = −𝔘́``.  After the solve for ``λ`` the
-    scatter runs once, on ``ν_f + ν_c λ``.  Returns ``θ̈``, ``λ`` and ``G_c θ̈ − 𝔘́``."""
+    ``offset = −𝔘́``.  After the solve for ``λ`` the scatter runs once, on ``ν_f + ν_c λ``.
+    Returns ``θ̈``, ``λ`` and ``G_c θ̈ − 𝔘́``."""
     topo = model.topology
     dtype = pm.translation.dtype
     m = model_params(model, dtype)
