@@ -138,21 +138,21 @@ def test_tasks_on_one_body_skip_the_psi_gather(tree_case):
     """Tasks that share their body take the short path (``Υ`` at that body, no Ψ gather); it
     agrees with the dense ``J 𝓜⁻¹ J*`` and with the general path."""
     from sodyn.algorithms.operational_space import (
-        _compliance_from_sweeps,
-        _tasks_share_their_body,
+        compliance_from_sweeps,
         resolve_tasks,
         task_sweeps,
+        tasks_share_their_body,
     )
 
     model, tasks, q, _, _ = tree_case
     same = [sd.FrameTask(tasks[0].frame), sd.PointTask(tasks[0].frame, "world_aligned")]
     resolved = resolve_tasks(model, same)
-    assert _tasks_share_their_body(model, resolved)
-    assert not _tasks_share_their_body(model, resolve_tasks(model, tasks))
+    assert tasks_share_their_body(model, resolved)
+    assert not tasks_share_their_body(model, resolve_tasks(model, tasks))
 
     @jax.jit
     def run(q):
-        general = _compliance_from_sweeps(model, resolved, task_sweeps(model, q, resolved))
+        general = compliance_from_sweeps(model, resolved, task_sweeps(model, q, resolved))
         short = sd.operational_space_compliance(model, q, same)
         return short, general, dense_jacobian(model, q, same), sd.mass_matrix(model, q)
 

@@ -60,6 +60,7 @@ from sodyn.algorithms.kinematics import (
     world_kinematics_levels,
     world_subspace_blocks,
 )
+from sodyn.contraction import contract
 from sodyn.model import Model
 from sodyn.runtime.tuning import FORWARD_UNROLL
 from sodyn.sweeps import gather, in_slots, scatter
@@ -91,11 +92,14 @@ class Frames:
     inertia: tuple[jax.Array, jax.Array, jax.Array]
 
 
-def _inertia_to_parent(pose, p: jax.Array) -> jax.Array:
+def pose_inertia_to_parent(pose, p: jax.Array) -> jax.Array:
+    """``φ P φ*`` for a :class:`Frames` ``pose`` (the identity for ``None``: world axes)."""
     return p if pose is None else spatial.inertia_to_parent(*pose, p)
 
 
-def _force_to_parent(pose, f: jax.Array) -> jax.Array:
+def pose_force_to_parent(pose, f: jax.Array) -> jax.Array:
+    """``φ f`` for a :class:`Frames` ``pose`` (the identity for ``None``); ``f`` may carry
+    columns after the slot axis."""
     if pose is None:
         return f
     r, p = pose
@@ -103,7 +107,8 @@ def _force_to_parent(pose, f: jax.Array) -> jax.Array:
     return spatial.force_to_parent(_expand_slots(r, extra), _expand_slots(p, extra), f)
 
 
-def _motion_to_child(pose, m: jax.Array) -> jax.Array:
+def pose_motion_to_child(pose, m: jax.Array) -> jax.Array:
+    """``φ* m`` for a :class:`Frames` ``pose`` (the identity for ``None``)."""
     return m if pose is None else spatial.motion_to_child(*pose, m)
 
 
@@ -205,7 +210,7 @@ class ArticulatedBodies(NamedTuple):
     P_plus: jax.Array | None = None
 
 
-def _armature_blocks(model: Model, dtype) -> list[jax.Array]:
+def armature_blocks(model: Model, dtype) -> list[jax.Array]:
     """Per kernel ``(1, W_k, nv_k)`` armature; padding slots get one, so their ``D`` stays
     invertible (nothing they compute reaches a real body)."""
     return dofs_to_levels(model.topology, model_params(model, dtype).armature, 1.0)
@@ -223,9 +228,9 @@ def riccati(model: Model, frames: Frames, with_inertias: bool = False) -> Articu
             pp, ric = riccati_kernel(pk, axes, arm)
             p_plus.append(pp)
             outs.append((ric, (pk, pp) if with_inertias else ()))
-        return _inertia_to_parent(pose, jnp.concatenate(p_plus, axis=0)), tuple(outs)
+        return pose_inertia_to_parent(pose, jnp.concatenate(p_plus, axis=0)), tuple(outs)
 
-    kernel_xs = tuple(zip(frames.axes, _armature_blocks(model, dtype)))
+    kernel_xs = tuple(zip(frames.axes, armature_blocks(model, dtype)))
     outs = gather(model.topology, step, jnp.zeros((6, 6), dtype), (frames.pose, frames.inertia), kernel_xs)
     kernels = tuple(o[0] for o in outs)
     if not with_inertias:
@@ -252,7 +257,7 @@ def innovations(model: Model, frames: Frames, ab: ArticulatedBodies, t_blocks, u
             zp, nu = innovation_kernel(zk, axes, ric, t)
             z_plus.append(zp)
             nus.append(nu)
-        return _force_to_parent(pose, jnp.concatenate(z_plus, axis=0)), tuple(nus)
+        return pose_force_to_parent(pose, jnp.concatenate(z_plus, axis=0)), tuple(nus)
 
     kernel_xs = tuple(zip(frames.axes, _only(ab, "U", "D_inv"), t_blocks))
     return list(gather(model.topology, step, jnp.zeros(6, dtype), (frames.pose,), kernel_xs, unroll=unroll))
@@ -265,7 +270,7 @@ def accelerations(model: Model, frames: Frames, ab: ArticulatedBodies, nus, root
 
     def step(parent_acc, level):
         pose, cor = level.x
-        a_plus = _motion_to_child(pose, parent_acc)
+        a_plus = pose_motion_to_child(pose, parent_acc)
         qdd, motion = [], []
         for ak, axes, ric, nu in zip(level.per_kernel(a_plus), *zip(*level.kernels)):
             qk = nu - spatial.mv(ric.G, ak)
@@ -347,7 +352,7 @@ def _forward_dynamics_jvp(convention, primals, tangents):
     return qdd, inverse_times(model, frames, ab, dtau - d_id)
 
 
-def _forward_terms(model: Model, q, v, f_ext, convention: str, unroll: int):
+def forward_terms(model: Model, q, v, f_ext, convention: str, unroll: int):
     """The frames, the velocity terms ``a(k) = V(k) ×ₘ H*(k) θ̇(k)`` and the bias forces
     ``b(k) = V(k) ×_f M(k) V(k) − f_ext(k)`` (Jain eq. 5.14) in the convention's frames."""
     topo = model.topology
@@ -390,15 +395,75 @@ def riccati_and_innovations(model: Model, frames: Frames, t_blocks, coriolis=Non
             p_plus.append(pp)
             z_plus.append(zp)
             outs.append((nu, ric._replace(D=None)))  # D: not needed for 𝓜⁻¹ x
-        sent = (_inertia_to_parent(pose, jnp.concatenate(p_plus, axis=0)),
-                _force_to_parent(pose, jnp.concatenate(z_plus, axis=0)))
+        sent = (pose_inertia_to_parent(pose, jnp.concatenate(p_plus, axis=0)),
+                pose_force_to_parent(pose, jnp.concatenate(z_plus, axis=0)))
         return sent, tuple(outs)
 
     zero = (jnp.zeros((6, 6), dtype), jnp.zeros(6, dtype))
-    kernel_xs = tuple(zip(frames.axes, _armature_blocks(model, dtype), t_blocks))
+    kernel_xs = tuple(zip(frames.axes, armature_blocks(model, dtype), t_blocks))
     outs = gather(model.topology, step, zero, (frames.pose, frames.inertia, coriolis, bias, added), kernel_xs,
                   unroll=unroll)
     return [o[0] for o in outs], ArticulatedBodies(tuple(o[1] for o in outs))
+
+
+class InnovationColumns(NamedTuple):
+    """What :func:`riccati_and_innovation_columns` returns for ``n`` columns of joint forces
+    ``x_c``: per kernel their innovations ``ν_c = N x_c`` ``(1, W_k, n, nv_k)``; ``gram``
+    ``(n, n)``, the compliance ``x_c* 𝓜⁻¹ x_d``; ``work`` ``(n,)``, ``x_c* θ̈`` for the ``θ̈`` of
+    the acceleration scatter of the sweep's own ``ν`` from rest, without velocity terms."""
+
+    nu: list[jax.Array]
+    gram: jax.Array
+    work: jax.Array
+
+
+def riccati_and_innovation_columns(model: Model, frames: Frames, t_blocks, columns, bias=None, unroll: int = 1,
+                                   added=None) -> tuple[list[jax.Array], InnovationColumns, ArticulatedBodies]:
+    """The Riccati and innovations gather (Jain Alg. 7.1, 7.2) for the joint forces ``t_blocks``
+    with bias forces ``b = bias`` and no velocity terms (``z(k) = b(k) + Σ_c φ(k, c) z⁺(c)``), and
+    in the same sweep the innovations of ``n`` columns of joint forces ``x_c`` (``columns``, per
+    kernel ``(1, W_k, n, nv_k)``) at ``b = 0``: ``ε_c = x_c − H z_c``, ``ν_c = D⁻¹ ε_c``,
+    ``z_c⁺ = z_c + U ν_c``.
+
+    With ``N = D⁻¹ [I − HψK]`` the innovations operator, ``𝓜⁻¹ = N* D N`` (Lemma 7.5), so
+    ``x_c* 𝓜⁻¹ y = Σ_k ε_c(k)* ν_y(k)``: the columns' compliance, and ``x_c* θ̈`` for the
+    ``θ̈ = N* D ν`` that :func:`accelerations` makes of ``ν`` from rest without velocity terms,
+    come out of the gather, without a scatter per column.  Returns per kernel ``ν``, the
+    :class:`InnovationColumns` and the Riccati quantities (without ``D``).
+    """
+    dtype = frames.inertia[0].dtype
+
+    def step(from_children, level):
+        pose, inertia, b, extra = level.x
+        p_children, z, zc = from_children
+        big_p = spatial.inertia_from_parameters(*inertia) + p_children
+        big_p = big_p if extra is None else big_p + extra
+        z = z if b is None else z + b
+        p_plus, z_plus, zc_plus, outs = [], [], [], []
+        pieces = zip(level.per_kernel(big_p), level.per_kernel(z), level.per_kernel(zc), *zip(*level.kernels))
+        for pk, zk, zck, axes, arm, t, tc in pieces:
+            pp, ric = riccati_kernel(pk, axes, arm)
+            zp, nu = innovation_kernel(zk, axes, ric, t)
+            eps = tc - axes.transpose_times(zck)
+            nu_c = spatial.mv(ric.D_inv[:, None], eps)
+            p_plus.append(pp)
+            z_plus.append(zp)
+            zc_plus.append(zck + spatial.mtv(ric.U[:, None], nu_c))
+            outs.append((nu, nu_c, eps, ric._replace(D=None)))  # D: not needed for 𝓜⁻¹ x
+        sent = (pose_inertia_to_parent(pose, jnp.concatenate(p_plus, axis=0)),
+                pose_force_to_parent(pose, jnp.concatenate(z_plus, axis=0)),
+                pose_force_to_parent(pose, jnp.concatenate(zc_plus, axis=0)))
+        return sent, tuple(outs)
+
+    n = columns[0].shape[-2]
+    zero = (jnp.zeros((6, 6), dtype), jnp.zeros(6, dtype), jnp.zeros((n, 6), dtype))
+    kernel_xs = tuple(zip(frames.axes, armature_blocks(model, dtype), t_blocks, columns))
+    outs = gather(model.topology, step, zero, (frames.pose, frames.inertia, bias, added), kernel_xs, unroll=unroll)
+    nus, nu_c, eps = ([o[i] for o in outs] for i in range(3))
+    gram = sum(contract("...wid,...wjd->...ij", e, x) for e, x in zip(eps, nu_c))
+    work = sum(contract("...wid,...wd->...i", e, x) for e, x in zip(eps, nus))
+    return nus, InnovationColumns(nu_c, gram.reshape((n, n)), work.reshape((n,))), ArticulatedBodies(
+        tuple(o[3] for o in outs))
 
 
 def _articulated_forward(model: Model, q, v, tau, f_ext, convention: str, added=None):
@@ -406,7 +471,7 @@ def _articulated_forward(model: Model, q, v, tau, f_ext, convention: str, added=
     dtype = q.dtype
     m = model_params(model, dtype)
     unroll = FORWARD_UNROLL
-    frames, coriolis, bias = _forward_terms(model, q, v, f_ext, convention, unroll)
+    frames, coriolis, bias = forward_terms(model, q, v, f_ext, convention, unroll)
     t_blocks = dofs_to_levels(model.topology, tau - m.damping * v, 0.0)
     if added is not None:
         added = to_levels(model.topology, added, jnp.zeros((6, 6), dtype))
@@ -448,7 +513,7 @@ def inverse_mass_matrix(model: Model, q, *, convention: Convention = "local") ->
             zp, nu = innovation_kernel(zk, axes, ric, unit)
             z_plus.append(zp)
             outs.append((nu, spatial.mv(_expand_slots(ric.D, 1), nu)))
-        return _force_to_parent(pose, jnp.concatenate(z_plus, axis=0)), tuple(outs)
+        return pose_force_to_parent(pose, jnp.concatenate(z_plus, axis=0)), tuple(outs)
 
     per_segment = gather(model.topology, step, jnp.zeros(6, q.dtype), (frames.pose,),
                          tuple(zip(frames.axes, ab.kernels)), unit_columns=True)

@@ -9,29 +9,34 @@ equations of motion are (eq. 11.6)
 ``λ`` is the wrench the closure applies to frame 1 (world axes, at ``anchor1``; frame 2 gets
 its opposite) and ``G_c* λ`` the joint-space constraint force.
 
-**Augmented method** (Lemma 11.2, Alg. 11.2; the default).  With the node Jacobian ``J`` of
-the closures' frames (local 6D rows, ``J = B* φ* H*``) the rows are ``G_c = Q J``, ``Q`` the
-small ``n_c × 6T`` map from the frames' spatial velocities to the rows (for a point ``a`` of a
-frame with world rotation ``R``: ``R [−ã, I]``; for angular rows ``R [I, 0]``; frame 2's
-blocks negated; a distance row is ``nᵀ`` times its point rows).  Then
+**Augmented method** (Lemma 11.1, Alg. 11.1; the default):
 
     θ̈_f = 𝓜⁻¹ (T − C)                                  (articulated-body FD, O(N))
-    𝔡̈_f = G_c θ̈_f + Ġ_c θ̇ − φ̈*                         (free-motion constraint error)
-    [Q Λ⁻¹ Q*] λ = −𝔡̈_f,        Λ⁻¹ = J 𝓜⁻¹ J* = B* Ω B   (Ω recursions, eqs. 10.11–10.18)
-    θ̈ = θ̈_f + 𝓜⁻¹ G_c* λ                              (innovations sweeps, Lemma 7.5, O(N))
+    [G_c 𝓜⁻¹ G_c*] λ = −(G_c θ̈_f − 𝔘́)
+    θ̈ = θ̈_f + 𝓜⁻¹ G_c* λ.
 
-``Λ⁻¹`` of the ``T`` distinct frames comes from :mod:`~sodyn.algorithms.operational_space`
-(Υ scatter, Ψ gather, nearest-common-ancestor blocks) and ``𝓜⁻¹ G_c* λ`` from one
-innovations gather and one acceleration scatter on the same Riccati quantities, so a call
-costs O(N · T + T²) plus the ``n_c × n_c`` solve; 𝓜 is never formed or factored.  The small
-dense solve is a proximal-point iteration (as Pinocchio's ``ProximalSettings``): with ``A =
-Q Λ⁻¹ Q*`` and ``ρ > 0``,
+One kinematics scatter gives the bodies' world poses, velocities ``V`` and accelerations at
+``θ̈ = 0`` (``α₀``, the world accelerating by ``−g``), hence ``𝔡``, ``G_c θ̇``, ``Ġ_c θ̇`` and the
+columns of ``G_c*`` (each row a wrench about the world origin — ``[p_a × e; e]`` for a point
+row along ``e``, ``[e; 0]`` for an angular row, ``nᵀ`` times the point rows for a distance —
+against the joint axes there, on the bodies' ancestors; frame 2's negated).  One
+Riccati/innovations gather (Alg. 7.1, 7.2) then carries the ``n_c`` columns of ``G_c*`` beside
+``T − C``: with ``N = D⁻¹ [I − HψK]``, ``𝓜⁻¹ = N* D N`` (Lemma 7.5), so ``G_c 𝓜⁻¹ G_c* =
+Σ_k ε_c* ν_c`` and ``G_c θ̈_f = Σ_k ε_c* ν_f`` come out of the gather (``ε = D ν``), with no
+acceleration scatter per column
+(:func:`~sodyn.algorithms.articulated.riccati_and_innovation_columns`).  The velocity terms
+ride in the bias forces, ``b̃ = V ×* M V − f_ext + M (α₀ + 𝔤)``, so the one acceleration
+scatter, run after the solve on ``ν_f + ν_c λ``, starts from rest.  A call costs
+``O(N · n_c)`` plus the ``n_c × n_c`` solve; 𝓜 is never formed or factored.  The small dense
+solve is a proximal-point iteration (as Pinocchio's ``ProximalSettings``): with ``A =
+G_c 𝓜⁻¹ G_c*``, ``𝔡̈_f = G_c θ̈_f − 𝔘́`` and ``ρ > 0``,
 
     (A + ρ I) λ_{k+1} = −𝔡̈_f + ρ λ_k,        λ_0 = 0,
 
-a fixed number of steps (``iterations``) on one Cholesky factor.  For independent rows it
-converges to ``A⁻¹(−𝔡̈_f)`` geometrically (factor ``ρ/(σ + ρ)`` per step along an eigenvalue
-``σ`` of ``A``).  Redundant rows (a 3D point closing a planar four-bar: ``A`` singular) stay
+a fixed number of steps (``iterations``) on one Cholesky factor (formed, with its inverse,
+entry by entry for up to :data:`~sodyn.runtime.tuning.SMALL_SOLVE` rows; by LAPACK beyond).
+For independent rows it converges to ``A⁻¹(−𝔡̈_f)`` geometrically (factor ``ρ/(σ + ρ)`` per
+step along an eigenvalue ``σ`` of ``A``).  Redundant rows (a 3D point closing a planar four-bar: ``A`` singular) stay
 finite: along ``range A`` it converges to the minimum-norm solution, so ``θ̈`` is the
 least-squares one (``G_c θ̈`` is the projection of ``𝔘́`` on ``range G_c``); along ``null A =
 null G_c*`` the iterate moves by ``−k 𝔡̈_f,null / ρ`` (zero when the rows are consistent, as
@@ -58,7 +63,6 @@ distance row ``|p_a − p_b| − d``; their velocity rows are exact at ``𝔡 = 
 
 from __future__ import annotations
 
-import functools
 from typing import NamedTuple
 
 import jax
@@ -66,18 +70,15 @@ import jax.numpy as jnp
 import numpy as np
 
 from sodyn import spatial
-from sodyn.algorithms import operational_space as osm
-from sodyn.algorithms.articulated import (
-    body_frames,
-    forward_dynamics,
-    inverse_times,
-    riccati_and_innovations,
-)
-from sodyn.algorithms.common import check_state, prepare
-from sodyn.algorithms.kinematics import forward_kinematics, frame_jacobians, frame_motions
+from sodyn.algorithms.articulated import accelerations, body_frames, riccati_and_innovation_columns
+from sodyn.algorithms.common import Levels, check_state, gravity_acceleration, model_params, prepare
+from sodyn.algorithms.kinematics import PosesAndMotions, poses_and_motions_levels, world_subspace_blocks
 from sodyn.constraints import LoopClosures
+from sodyn.contraction import contract
 from sodyn.model import WORLD, Model
-from sodyn.topology import dofs_to_levels, to_levels
+from sodyn.runtime.tuning import FORWARD_UNROLL, SMALL_SOLVE
+from sodyn.static_index import take
+from sodyn.topology import dofs_from_levels, dofs_to_levels, to_levels
 
 METHODS: tuple[str, ...] = ("augmented", "projected")
 DEFAULT_STABILIZATION: tuple[float, float] = (20.0, 100.0)
@@ -106,99 +107,178 @@ class ConstraintForces(NamedTuple):
 
 
 class ClosureRows(NamedTuple):
-    """The closures at ``(q, v)`` (internal): ``residual`` ``𝔡`` ``(n_c,)``, ``Q`` ``(n_c, T, 6)``
-    (rows ← the task frames' local spatial velocities), ``jacobian`` ``G_c = Q J``
-    ``(n_c, nv)``, ``bias`` ``Ġ_c θ̇`` ``(n_c,)`` and the task frames (static)."""
+    """The closures at ``(q, v)`` (internal): ``residual`` ``𝔡`` ``(n_c,)``, ``jacobian`` ``G_c``
+    ``(n_c, nv)`` and ``bias`` ``Ġ_c θ̇`` ``(n_c,)``, all in world axes."""
 
     residual: jax.Array
-    Q: jax.Array
     jacobian: jax.Array
     bias: jax.Array
-    tasks: tuple[int, ...]
 
 
-def _task_frames(model: Model, closures: LoopClosures) -> tuple[int, ...]:
-    """The distinct frames on moving bodies that the closures involve (static)."""
-    frames = set()
-    for f in closures.frame1 + closures.frame2:
-        if f != WORLD and int(model.frame_body[f]) >= 0:
-            frames.add(int(f))
-    return tuple(sorted(frames))
+class _Side(NamedTuple):
+    """Frame 1 or frame 2 of each closure ``(n, ...)``, on its body ``b`` (the world: a body at
+    rest at the origin), world axes: ``R_f`` the frame's rotation, ``p_a`` the anchor's
+    position, ``ṗ_a`` its velocity, ``ω`` the body's angular velocity; at ``θ̈ = 0`` the
+    anchor's spatial acceleration ``R (u̇ + ω̇ × r)``, its classical part ``R (ω × u_a)``
+    (``u_a = u + ω × r``, ``r`` the anchor in the body frame) and ``ω̇``.  ``body`` (static):
+    the body, ``-1`` for the world."""
+
+    body: np.ndarray
+    frame_rotation: jax.Array
+    point: jax.Array
+    velocity: jax.Array
+    omega: jax.Array
+    acceleration: jax.Array
+    classical: jax.Array
+    angular_acceleration: jax.Array
 
 
-def _side(model: Model, fk, vf, af, tasks, frames, anchors, dtype):
-    """Per closure, one side's world rotation ``R``, anchor position ``p_a``, the map ``S =
-    R[−ã, I]`` (anchor velocity in world axes ← local spatial velocity), the anchor's classical
-    velocity and acceleration at ``θ̈ = 0`` and the angular acceleration (world axes), and the task index
-    (``-1``: the side does not move)."""
-    n = len(frames)
-    f_idx = np.array([f if f != WORLD else 0 for f in frames], dtype=np.int64)
-    is_world = np.array([f == WORLD for f in frames])
-    eye = jnp.broadcast_to(jnp.eye(3, dtype=dtype), (n, 3, 3))
-    rot = jnp.where(jnp.asarray(is_world)[:, None, None], eye, fk.frame.rotation[f_idx])
-    pos = jnp.where(jnp.asarray(is_world)[:, None], 0.0, fk.frame.translation[f_idx])
-    t_idx = np.array([tasks.index(f) if f in tasks else -1 for f in frames], dtype=np.int64)
-    moving = jnp.asarray(t_idx >= 0)[:, None]
-    v = jnp.where(moving, vf[np.maximum(t_idx, 0)], 0.0) if len(tasks) else jnp.zeros((n, 6), dtype)
-    a = jnp.where(moving, af[np.maximum(t_idx, 0)], 0.0) if len(tasks) else jnp.zeros((n, 6), dtype)
-    w, u, wd, ud = v[:, :3], v[:, 3:], a[:, :3], a[:, 3:]
-    point = pos + spatial.mv(rot, anchors)
-    s = spatial.mm(rot, jnp.concatenate([-spatial.skew(anchors), eye], axis=-1))  # (n, 3, 6)
-    u_a = u + spatial.cross(w, anchors)  # anchor velocity, frame axes
-    acc = spatial.mv(rot, ud + spatial.cross(wd, anchors) + spatial.cross(w, u_a))
-    return rot, point, s, spatial.mv(rot, u_a), acc, spatial.mv(rot, wd), t_idx
+def _side(model: Model, pm: PosesAndMotions, frames, anchors) -> _Side:
+    """The :class:`_Side` of ``frames`` (static) with ``anchors`` ``(n, 3)`` in their axes."""
+    topo = model.topology
+    dtype = pm.translation.dtype
+    fr = np.array([f if f != WORLD else 0 for f in frames], dtype=np.int64)
+    body = np.array([int(model.frame_body[f]) if f != WORLD else -1 for f in frames], dtype=np.int64)
+    moving = jnp.asarray(body >= 0)
+    m = model_params(model, dtype)
+    r_bf = jnp.where(moving[:, None, None], m.frame_rotation[fr], jnp.eye(3, dtype=dtype))
+    p_bf = jnp.where(moving[:, None], m.frame_translation[fr], 0.0)
+    slot = topo.body_flat[np.maximum(body, 0)]
+    fixed = bool(np.any(body < 0))
+
+    def at_bodies(x, world):  # the bodies' values; the world's for a side on the world
+        y = take(x.reshape((topo.width,) + x.shape[2:]), slot)
+        if not fixed:
+            return y
+        return jnp.where(moving.reshape((-1,) + (1,) * (y.ndim - 1)), y, jnp.asarray(world, dtype))
+
+    rot = at_bodies(pm.rotation, np.eye(3))
+    vel = at_bodies(pm.velocity, np.zeros(6))
+    r = p_bf + spatial.mv(r_bf, anchors)
+    w = vel[:, :3]
+    u_a = vel[:, 3:] + spatial.cross(w, r)
+    a0 = at_bodies(pm.acceleration, np.zeros(6))  # α₀ + 𝔤: the world's −g taken back out below
+    acc = spatial.mv(rot, a0[:, 3:] + spatial.cross(a0[:, :3], r)) + jnp.where(moving[:, None], m.gravity, 0.0)
+    ang = spatial.mv(rot, a0[:, :3])
+    return _Side(body, spatial.mm(rot, r_bf), at_bodies(pm.translation, np.zeros(3)) + spatial.mv(rot, r),
+                 spatial.mv(rot, u_a), spatial.mv(rot, w), acc, spatial.mv(rot, spatial.cross(w, u_a)), ang)
 
 
-def closure_rows(model: Model, q, v, closures: LoopClosures) -> ClosureRows:
-    """``𝔡``, ``Q``, ``G_c`` and ``Ġ_c θ̇`` of ``closures`` at ``(q, v)`` (module docstring)."""
-    dtype = q.dtype
-    tasks = _task_frames(model, closures)
-    fk = forward_kinematics(model, q)
-    if tasks:
-        vf, af = frame_motions(model, q, v, None, list(tasks))  # local; af = J̇ θ̇
-        jac = frame_jacobians(model, q, list(tasks), "local")  # (T, 6, nv)
-    else:
-        vf = af = jac = None
-    r1, p1, s1, vel1, acc1, wd1, t1 = _side(model, fk, vf, af, tasks, closures.frame1, closures.anchor1, dtype)
-    r2, p2, s2, vel2, acc2, wd2, t2 = _side(model, fk, vf, af, tasks, closures.frame2, closures.anchor2, dtype)
-    n_t = max(len(tasks), 1)
-    zero_rot = jnp.zeros((len(closures), 3, 3), dtype)
-    ang1 = jnp.concatenate([r1, zero_rot], axis=-1)  # R [I, 0]
-    ang2 = jnp.concatenate([r2, zero_rot], axis=-1)
-    d = p1 - p2
-    res, rows_q, bias = [], [], []
-    def blocks(i, b1, b2):  # a side's rows at its task's columns (frame 2 negated)
-        out = jnp.zeros((b1.shape[0], n_t, 6), dtype)
-        if t1[i] >= 0:
-            out = out.at[:, t1[i]].add(b1)
-        if t2[i] >= 0:
-            out = out.at[:, t2[i]].add(-b2)
-        return out
+class _RowTerms(NamedTuple):
+    """Per row of the closures (world axes): ``residual`` ``𝔡``, ``velocity`` ``G_c θ̇``, ``bias``
+    ``Ġ_c θ̇``, and ``wrench1``, ``wrench2``
+    ``(n_c, 6)``: each row as a wrench about the world origin on side 1's and side 2's body
+    (``G_c = w₁* J₁ − w₂* J₂``, ``J`` the bodies' Jacobians there), whose bodies are ``body1``,
+    ``body2`` (static, ``-1`` for the world)."""
 
+    residual: jax.Array
+    velocity: jax.Array
+    bias: jax.Array
+    wrench1: jax.Array
+    wrench2: jax.Array
+    body1: np.ndarray
+    body2: np.ndarray
+
+
+def _row_terms(model: Model, closures: LoopClosures, pm: PosesAndMotions) -> _RowTerms:
+    """The :class:`_RowTerms` from the bodies' poses and motions.  A point row along the world
+    axis ``e`` is the force ``e`` at the anchor ``p_a``, the wrench ``[p_a × e; e]``; an angular
+    row the moment ``[e; 0]`` (``ω̇`` in world axes is ``R ω̇``: no classical part); a distance
+    row the point rows along ``n = d/|d|``, with ``(|ḋ|² − (nᵀḋ)²)/|d|`` in its bias."""
+    s1 = _side(model, pm, closures.frame1, closures.anchor1)
+    s2 = _side(model, pm, closures.frame2, closures.anchor2)
+    dtype = s1.point.dtype
+    eye, zero = jnp.eye(3, dtype=dtype), jnp.zeros((3, 3), dtype)
+
+    def point_wrenches(s):  # (n, 3, 6): rows [p × e_i; e_i]
+        return jnp.concatenate([-spatial.skew(s.point), jnp.broadcast_to(eye, s.point.shape + (3,))], axis=-1)
+
+    p1, p2 = point_wrenches(s1), point_wrenches(s2)
+    moment = jnp.concatenate([eye, zero], axis=-1)
+    d = s1.point - s2.point
+    dv = s1.velocity - s2.velocity
+    dd = s1.acceleration + s1.classical - s2.acceleration - s2.classical  # p̈_a − p̈_b at θ̈ = 0
+    res, vel, bias, w1, w2, rows = [], [], [], [], [], []
     for i, kind in enumerate(closures.kind):
-        place = functools.partial(blocks, i)
-
-        point_bias = acc1[i] - acc2[i]
-        if kind == "point":
+        if kind == "weld":
+            err = spatial.mm(s1.frame_rotation[i], spatial.mm(spatial.transpose(closures.rotation[i]),
+                                                               spatial.transpose(s2.frame_rotation[i])))
+            res += [spatial.quat_log(spatial.rotation_to_quat(err)), d[i]]
+            vel += [s1.omega[i] - s2.omega[i], dv[i]]
+            bias += [s1.angular_acceleration[i] - s2.angular_acceleration[i], dd[i]]
+            w1 += [moment, p1[i]]
+            w2 += [moment, p2[i]]
+            rows += [i] * 6
+        elif kind == "point":
             res.append(d[i])
-            rows_q.append(place(s1[i], s2[i]))
-            bias.append(point_bias)
-        elif kind == "weld":
-            err = spatial.mm(r1[i], spatial.mm(spatial.transpose(closures.rotation[i]), spatial.transpose(r2[i])))
-            res.append(jnp.concatenate([spatial.quat_log(spatial.rotation_to_quat(err)), d[i]]))
-            rows_q.append(jnp.concatenate([place(ang1[i], ang2[i]), place(s1[i], s2[i])]))
-            bias.append(jnp.concatenate([wd1[i] - wd2[i], point_bias]))
-        else:  # distance: |d| − d0, rows nᵀ (point rows); 𝔡̈ = nᵀ d̈ + (|ḋ|² − (nᵀḋ)²)/|d|
+            vel.append(dv[i])
+            bias.append(dd[i])
+            w1.append(p1[i])
+            w2.append(p2[i])
+            rows += [i] * 3
+        else:
             length = spatial.safe_norm(d[i])
             safe = jnp.where(length > 0, length, 1.0)
             n = d[i] / safe
-            dv = vel1[i] - vel2[i]
+            ndv = jnp.dot(n, dv[i])
             res.append((length - closures.length[i])[None])
-            rows_q.append(jnp.tensordot(n, place(s1[i], s2[i]), axes=1)[None])
-            bias.append((jnp.dot(n, point_bias) + (jnp.dot(dv, dv) - jnp.dot(n, dv) ** 2) / safe)[None])
-    big_q = jnp.concatenate(rows_q)  # (n_c, T, 6)
-    g = jnp.zeros((big_q.shape[0], model.nv), dtype) if jac is None else jnp.tensordot(big_q, jac, axes=2)
-    return ClosureRows(jnp.concatenate(res), big_q, g, jnp.concatenate(bias), tasks)
+            vel.append(ndv[None])
+            bias.append((jnp.dot(n, dd[i]) + (jnp.dot(dv[i], dv[i]) - ndv ** 2) / safe)[None])
+            w1.append((n @ p1[i])[None])
+            w2.append((n @ p2[i])[None])
+            rows.append(i)
+    rows = np.asarray(rows, dtype=np.int64)
+    cat = jnp.concatenate
+    return _RowTerms(cat(res), cat(vel), cat(bias), cat(w1), cat(w2), s1.body[rows], s2.body[rows])
+
+
+def _ancestor_slots(topo, bodies: np.ndarray) -> np.ndarray:
+    """``(W, len(bodies))``: 1 where a slot holds an ancestor-or-self of the body (static)."""
+    out = np.zeros((topo.width, len(bodies)))
+    for c, b in enumerate(bodies):
+        while b >= 0:
+            out[topo.body_flat[b], c] = 1.0
+            b = int(topo.parent[b])
+    return out
+
+
+def _jacobian_columns(model: Model, axes: list[jax.Array], terms: _RowTerms) -> list[jax.Array]:
+    """``G_c*`` per kernel ``(1, W_k, n_c, nv_k)``: each joint axis at the world origin
+    (``axes``, :func:`~sodyn.algorithms.kinematics.world_subspace_blocks`) against the rows'
+    wrenches, ``w₁`` where the joint supports body 1, ``−w₂`` where it supports body 2."""
+    topo = model.topology
+    dtype = terms.wrench1.dtype
+    m1 = _ancestor_slots(topo, terms.body1)
+    m2 = _ancestor_slots(topo, terms.body2)
+    out = []
+    for h, (_, s0, s1) in zip(axes, topo.kernel_slots):
+        c1 = contract("...wdi,...ci->...wcd", h, terms.wrench1) * jnp.asarray(m1[s0:s1, :, None], dtype)
+        c2 = contract("...wdi,...ci->...wcd", h, terms.wrench2) * jnp.asarray(m2[s0:s1, :, None], dtype)
+        out.append(c1 - c2)
+    return out
+
+
+def _poses_and_motions(model: Model, q, v) -> tuple[Levels, PosesAndMotions]:
+    """The bodies' world poses, velocities and accelerations at ``θ̈ = 0`` with the world
+    accelerating by ``−g`` (``α₀ + 𝔤``), by one scatter."""
+    levels = prepare(model, q)
+    root = gravity_acceleration(model_params(model, q.dtype), q.dtype)
+    return levels, poses_and_motions_levels(levels, model.topology, dofs_to_levels(model.topology, v, 0.0), root,
+                                            FORWARD_UNROLL)
+
+
+def _jacobian(model: Model, columns: list[jax.Array]) -> jax.Array:
+    """``G_c`` ``(n_c, nv)`` from its columns in the slot layout (:func:`_jacobian_columns`)."""
+    return dofs_from_levels(model.topology, [jnp.swapaxes(c, -1, -2) for c in columns]).T
+
+
+def closure_rows(model: Model, q, v, closures: LoopClosures) -> ClosureRows:
+    """``𝔡``, ``G_c`` and ``Ġ_c θ̇`` of ``closures`` at ``(q, v)`` (module docstring), from one
+    kinematics scatter."""
+    levels, pm = _poses_and_motions(model, q, v)
+    terms = _row_terms(model, closures, pm)
+    axes = world_subspace_blocks(model.topology, levels, pm.rotation, pm.translation)
+    return ClosureRows(terms.residual, _jacobian(model, _jacobian_columns(model, axes, terms)), terms.bias)
 
 
 def constraint_residual(model: Model, q, closures: LoopClosures) -> jax.Array:
@@ -237,11 +317,48 @@ def _check_closures(model: Model, closures) -> None:
 
 def _proximal_solve(a: jax.Array, rhs: jax.Array, rho: jax.Array, iterations: int) -> jax.Array:
     """``iterations`` proximal-point steps ``(A + ρI) λ⁺ = rhs + ρ λ`` from ``λ = 0`` on one
-    Cholesky factor (a small dense solve outside the recursions)."""
+    Cholesky factor ``A + ρI = L Lᵀ`` (a small dense solve outside the recursions).  Up to
+    :data:`~sodyn.runtime.tuning.SMALL_SOLVE` rows the factor and ``L⁻¹`` are formed entry by
+    entry and each step is ``λ⁺ = L⁻ᵀ (L⁻¹ (rhs + ρ λ))``; larger systems use LAPACK."""
     n = a.shape[0]
-    factor = jax.scipy.linalg.cho_factor(a + rho * jnp.eye(n, dtype=a.dtype), lower=True)
-    return jax.lax.fori_loop(0, iterations, lambda _, lam: jax.scipy.linalg.cho_solve(factor, rhs + rho * lam),
-                             jnp.zeros_like(rhs))
+    a = a + rho * jnp.eye(n, dtype=a.dtype)
+    if n > SMALL_SOLVE:
+        factor = jax.scipy.linalg.cho_factor(a, lower=True)
+        return jax.lax.fori_loop(0, iterations, lambda _, lam: jax.scipy.linalg.cho_solve(factor, rhs + rho * lam),
+                                 jnp.zeros_like(rhs))
+    x = _cholesky_inverse(a)
+    lam = spatial.mtv(x, spatial.mv(x, rhs))
+    for _ in range(iterations - 1):
+        lam = spatial.mtv(x, spatial.mv(x, rhs + rho * lam))
+    return lam
+
+
+def _cholesky_inverse(a: jax.Array) -> jax.Array:
+    """``L⁻¹`` ``(n, n)`` for ``A = L Lᵀ`` (``L`` lower triangular), entry by entry for a small ``A``:
+    ``L_jj = √(A_jj − Σ_k L_jk²)``, ``L_ij = (A_ij − Σ_k L_ik L_jk) / L_jj`` (``k < j``), then
+    ``X = L⁻¹`` by forward substitution, ``X_jj = 1 / L_jj``, ``X_ij = −(Σ_{j≤k<i} L_ik X_kj) / L_ii``."""
+    n = a.shape[0]
+    e = [spatial.unstack(row, 0) for row in spatial.unstack(a, 0)]
+    low = [[None] * n for _ in range(n)]
+    for j in range(n):
+        d = e[j][j]
+        for k in range(j):
+            d = d - low[j][k] ** 2
+        low[j][j] = jnp.sqrt(d)
+        for i in range(j + 1, n):
+            t = e[i][j]
+            for k in range(j):
+                t = t - low[i][k] * low[j][k]
+            low[i][j] = t / low[j][j]
+    x = [[jnp.zeros((), a.dtype)] * n for _ in range(n)]
+    for j in range(n):
+        x[j][j] = 1.0 / low[j][j]
+        for i in range(j + 1, n):
+            t = low[i][j] * x[j][j]
+            for k in range(j + 1, i):
+                t = t + low[i][k] * x[k][j]
+            x[i][j] = -t / low[i][i]
+    return jnp.stack([jnp.stack(row) for row in x])
 
 
 def _stabilization(stabilization, dtype) -> tuple[jax.Array, jax.Array]:
@@ -261,15 +378,14 @@ def constrained_forward_dynamics(
     """Joint accelerations ``θ̈`` ``(nv,)`` of the tree closed by ``constraints`` (Jain Ch. 11),
     and the :class:`ConstraintForces`.
 
-    ``method="augmented"`` (default): O(N) tree dynamics plus the operational-space
-    compliance of the closures' frames (Lemma 11.2, Alg. 11.2); ``"projected"``: the dense
+    ``method="augmented"`` (default): the tree's articulated-body sweeps carrying the
+    ``n_c`` columns of ``G_c*``, O(N · n_c) (Lemma 11.1, Alg. 11.1); ``"projected"``: the dense
     projected equations (Alg. 11.3).  See the module docstring for both, the proximal solve
     (``regularization``, ``iterations``) and the Baumgarte ``stabilization = (α, β)``
     (default ``(20, 100)``).  ``acceleration_target`` ``(n_c,)`` prescribes ``G_c θ̈``
     instead.  ``f_ext``, damping and armature enter as in :func:`sodyn.forward_dynamics`;
     ``added_inertia`` ``B`` ``(n_bodies, 6, 6)`` (augmented only) solves with
-    ``𝓜 + Σ J_k* B_k J_k`` as that function does, its compliance then by ``n_c`` innovations
-    sweeps (``𝓜⁻¹ G_c*``, O(N · n_c)).
+    ``𝓜 + Σ J_k* B_k J_k`` (and ``B_k`` accelerating with the world) as that function does.
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
@@ -287,47 +403,59 @@ def constrained_forward_dynamics(
         if target.shape != (constraints.n_rows,):
             raise ValueError(f"acceleration_target must have shape (n_c,) = ({constraints.n_rows},), "
                              f"got {target.shape}")
-    rows = closure_rows(model, q, v, constraints)
-    g = rows.jacobian
+    levels, pm = _poses_and_motions(model, q, v)
+    terms = _row_terms(model, constraints, pm)
+    axes = world_subspace_blocks(model.topology, levels, pm.rotation, pm.translation)  # (1, W_k, nv_k, 6)
+    columns = _jacobian_columns(model, axes, terms)
+    g = _jacobian(model, columns)
     if acceleration_target is None:
-        target = -rows.bias - alpha * (g @ v) - beta * rows.residual
+        target = -terms.bias - alpha * terms.velocity - beta * terms.residual
     if method == "projected":
         qdd, lam, gen = _projected(model, q, v, tau, f_ext, g, target)
+        error = g @ qdd - target
     else:
-        qdd, lam, gen = _augmented(model, q, v, tau, f_ext, rows, target, regularization, iterations, added_inertia)
-    return qdd, ConstraintForces(lam, gen, rows.residual, g @ v, g @ qdd - target)
+        qdd, lam, error = _augmented(model, levels, pm, v, tau, f_ext, columns, -target, regularization,
+                                     iterations, added_inertia)
+        gen = g.T @ lam
+    return qdd, ConstraintForces(lam, gen, terms.residual, terms.velocity, error)
 
 
-def _augmented(model, q, v, tau, f_ext, rows: ClosureRows, target, regularization, iterations, added):
-    dtype = q.dtype
-    g = rows.jacobian
-    n_c = g.shape[0]
-    a_free = forward_dynamics(model, q, v, tau, f_ext, added_inertia=added)
-    if added is None:  # Λ⁻¹ of the frames by the Ω recursions, then Q Λ⁻¹ Q*
-        tasks = osm.resolve_tasks(model, [osm.FrameTask(f) for f in rows.tasks])
-        sw = osm.task_sweeps(model, q, tasks, with_psi=not osm._tasks_share_their_body(model, tasks))
-        comp = osm._compliance_from_sweeps(model, tasks, sw)  # (6T, 6T), local axes
-        big_q = rows.Q.reshape((n_c, -1))
-        a = big_q @ comp @ big_q.T
-        frames = body_frames(model, sw.levels)
-        minv_times = lambda x: inverse_times(model, frames, sw.abi, x)  # noqa: E731
-    else:  # (𝓜 + Σ J* B J)⁻¹ G_c* column by column on the Riccati quantities of that system
-        topo = model.topology
-        frames = body_frames(model, prepare(model, q))
-        zero = dofs_to_levels(topo, jnp.zeros(model.nv, dtype), 0.0)
-        added_levels = to_levels(topo, jnp.asarray(added, dtype), jnp.zeros((6, 6), dtype))
-        _, ab = riccati_and_innovations(model, frames, zero, added=added_levels)
-        minv_gt = jax.vmap(lambda x: inverse_times(model, frames, ab, x), out_axes=1)(g)  # (nv, n_c)
-        a = g @ minv_gt
-        minv_times = lambda x: minv_gt @ x  # noqa: E731  (x = λ here)
-    a = 0.5 * (a + a.T)
+def _augmented(model: Model, levels: Levels, pm: PosesAndMotions, v, tau, f_ext, columns, offset, regularization,
+               iterations: int, added):
+    """Lemma 11.1 with one gather and one scatter.
+
+    With the bodies' accelerations ``α = α̃ + α₀ + 𝔤`` split into ``α̃`` (``φ* α̃(℘) + H* θ̈``, no
+    velocity terms), ``α₀`` (``θ̈ = 0``, from the kinematics scatter) and the world's ``−g``,
+    the tree's equations ``(M + B) α + b = …`` are those of a tree without velocity terms and
+    with bias forces ``b̃ = b + (M + B)(α₀ + 𝔤)``, ``b = V ×* M V − f_ext``.  The gather on them
+    carries the columns of ``G_c*`` beside ``T − C`` and gives ``A = G_c 𝓜⁻¹ G_c*`` and
+    ``G_c θ̈_f`` (:func:`~sodyn.algorithms.articulated.riccati_and_innovation_columns`);
+    ``offset = −𝔘́``.  After the solve for ``λ`` the scatter runs once, on ``ν_f + ν_c λ``.
+    Returns ``θ̈``, ``λ`` and ``G_c θ̈ − 𝔘́``."""
+    topo = model.topology
+    dtype = pm.translation.dtype
+    m = model_params(model, dtype)
+    frames = body_frames(model, levels)
+    vel, acc = pm.velocity, pm.acceleration  # acc: α₀ + 𝔤
+    bias = spatial.force_cross(vel, spatial.apply_inertia(*frames.inertia, vel))
+    bias = bias + spatial.apply_inertia(*frames.inertia, acc)
+    if f_ext is not None:
+        bias = bias - to_levels(topo, f_ext, jnp.zeros(6, dtype))
+    if added is not None:
+        added = to_levels(topo, jnp.asarray(added, dtype), jnp.zeros((6, 6), dtype))
+        bias = bias + spatial.mv(added, acc)
+    t_blocks = dofs_to_levels(topo, tau - m.damping * v, 0.0)
+    nus, cols, ab = riccati_and_innovation_columns(model, frames, t_blocks, columns, bias, FORWARD_UNROLL, added)
+    a = 0.5 * (cols.gram + cols.gram.T)  # G_c 𝓜⁻¹ G_c*
+    n_c = a.shape[0]
+    error = cols.work + offset  # G_c θ̈_f − 𝔘́
     eps = (1e-10 if dtype == jnp.float64 else 1e-5) if regularization is None else regularization
     rho = jnp.asarray(eps, dtype) * jnp.trace(a) / n_c
     rho = jnp.where(rho > 0, rho, jnp.asarray(eps, dtype))
-    lam = _proximal_solve(a, -(g @ a_free - target), rho, iterations)
-    gen = g.T @ lam
-    qdd = a_free + (minv_times(gen) if added is None else minv_times(lam))
-    return qdd, lam, gen
+    lam = _proximal_solve(a, -error, rho, iterations)
+    nus = [nu + spatial.mtv(nc, lam) for nu, nc in zip(nus, cols.nu)]  # ν_f + ν_c λ
+    qdd = accelerations(model, frames, ab, nus, jnp.zeros(6, dtype), None, FORWARD_UNROLL)
+    return qdd, lam, error + a @ lam
 
 
 def _projected(model, q, v, tau, f_ext, g, target):

@@ -48,9 +48,9 @@ import jax.numpy as jnp
 from sodyn import spatial
 from sodyn.algorithms.articulated import (
     Frames,
-    _armature_blocks,
-    _forward_terms,
+    armature_blocks,
     body_frames,
+    forward_terms,
     riccati_kernel,
 )
 from sodyn.algorithms.common import check_state, check_vector, gravity_acceleration, model_params, prepare
@@ -107,7 +107,7 @@ def _regular_gather(model: Model, frames: Frames, t_blocks=None, coriolis=None, 
         pp, zp = jnp.concatenate(p_plus, axis=0), jnp.concatenate(z_plus, axis=0)
         return (spatial.inertia_to_parent(*pose, pp), spatial.force_to_parent(*pose, zp)), tuple(outs)
 
-    arm = _armature_blocks(model, dtype)
+    arm = armature_blocks(model, dtype)
     kernel_xs = tuple(zip(frames.axes, arm, t_blocks)) if forces else tuple(zip(frames.axes, arm))
     zero = (jnp.zeros((6, 6), dtype), jnp.zeros(6, dtype))
     xs = (frames.pose, frames.inertia, coriolis, bias)
@@ -170,7 +170,7 @@ def _dual_scatter(model: Model, frames: Frames, reg: _Regular, t_blocks=None, co
 
     gravity = gravity_acceleration(model_params(model, dtype), dtype)
     root = (jnp.zeros((6, 6), dtype), jnp.zeros(6, dtype))
-    arm = _armature_blocks(model, dtype)
+    arm = armature_blocks(model, dtype)
     kernel_xs = tuple(zip(frames.axes, arm, t_blocks)) if forces else tuple(zip(frames.axes, arm))
     xs = (frames.pose, reg.P, reg.P_plus, reg.z, reg.z_plus, coriolis, pad)
     outs = scatter(topo, step, root, xs, kernel_xs)
@@ -237,7 +237,7 @@ def base_invariant_forward_dynamics(model: Model, q, v, tau, f_ext=None) -> Base
     q, v, tau, f_ext = check_state(model, q, v, tau, "tau", f_ext)
     topo = model.topology
     m = model_params(model, q.dtype)
-    frames, coriolis, bias = _forward_terms(model, q, v, f_ext, "local", 1)
+    frames, coriolis, bias = forward_terms(model, q, v, f_ext, "local", 1)
     t_blocks = dofs_to_levels(topo, tau - m.damping * v, 0.0)
     reg = _regular_gather(model, frames, t_blocks, coriolis, bias)
     alpha, qdd = _dual_scatter(model, frames, reg, t_blocks, coriolis)

@@ -49,13 +49,13 @@ import numpy as np
 from sodyn import spatial
 from sodyn.algorithms.articulated import (
     Frames,
-    _armature_blocks,
-    _force_to_parent,
-    _forward_terms,
-    _inertia_to_parent,
-    _motion_to_child,
+    armature_blocks,
     body_frames,
+    forward_terms,
     innovation_kernel,
+    pose_force_to_parent,
+    pose_inertia_to_parent,
+    pose_motion_to_child,
     riccati_kernel,
 )
 from sodyn.algorithms.common import (
@@ -132,7 +132,7 @@ def hybrid_sweeps(model: Model, frames: Frames, mask: np.ndarray, t_blocks, qdd_
     dtype = frames.inertia[0].dtype
     a_bar = joint_motion(frames.axes, qdd_blocks)
     a_bar = a_bar if coriolis is None else a_bar + coriolis
-    armature = _armature_blocks(model, dtype)
+    armature = armature_blocks(model, dtype)
     free = _free_blocks(model, mask, dtype)
 
     def riccati_innovations(from_children, level):
@@ -149,8 +149,8 @@ def hybrid_sweeps(model: Model, frames: Frames, mask: np.ndarray, t_blocks, qdd_
             p_plus.append(pp)
             z_plus.append(zp)
             outs.append((nu, ric.U, ric.G, axes.transpose_times(zhk)))
-        sent = (_inertia_to_parent(pose, jnp.concatenate(p_plus, axis=0)),
-                _force_to_parent(pose, jnp.concatenate(z_plus, axis=0)))
+        sent = (pose_inertia_to_parent(pose, jnp.concatenate(p_plus, axis=0)),
+                pose_force_to_parent(pose, jnp.concatenate(z_plus, axis=0)))
         return sent, tuple(outs)
 
     zero = (jnp.zeros((6, 6), dtype), jnp.zeros(6, dtype))
@@ -160,7 +160,7 @@ def hybrid_sweeps(model: Model, frames: Frames, mask: np.ndarray, t_blocks, qdd_
 
     def accelerations_forces(parent_acc, level):
         pose, cor = level.x
-        a_plus = _motion_to_child(pose, parent_acc)
+        a_plus = pose_motion_to_child(pose, parent_acc)
         qdd = [nu - spatial.mv(g, ak) + qa  # ν and G* vanish on prescribed dofs
                for ak, ((nu, _, g, _), qa, _, _) in zip(level.per_kernel(a_plus), level.kernels)]
         acc = a_plus + jnp.concatenate([axes.times(qk) for qk, (_, _, axes, _) in zip(qdd, level.kernels)], axis=0)
@@ -198,7 +198,7 @@ def hybrid_dynamics(model: Model, q, v, prescribed, a_prescribed, tau_free, f_ex
     pm = jnp.asarray(mask)
     qdd_a = jnp.where(pm, a_prescribed, 0.0)
     t_p = jnp.where(pm, 0.0, tau_free - m.damping * v)
-    frames, coriolis, bias = _forward_terms(model, q, v, f_ext, "local", FORWARD_UNROLL)
+    frames, coriolis, bias = forward_terms(model, q, v, f_ext, "local", FORWARD_UNROLL)
     qdd, tau = hybrid_sweeps(model, frames, mask, dofs_to_levels(topo, t_p, 0.0), dofs_to_levels(topo, qdd_a, 0.0),
                              coriolis, bias, gravity_acceleration(m, dtype), FORWARD_UNROLL)
     return HybridResult(qdd, jnp.where(pm, tau + m.damping * v, tau_free))

@@ -90,9 +90,9 @@ def simultaneous_impulses(
     n_c = big_n.shape[1]
     eps = jnp.broadcast_to(jnp.asarray(restitution, dtype), (n_c,))
     sw = osm.task_sweeps(model, q, tasks)
-    comp = osm._compliance_from_sweeps(model, tasks, sw)  # Λ⁻¹ (m, m)
-    minv_jt = osm._minv_jt_from_sweeps(model, tasks, sw)  # 𝓜⁻¹ J* (nv, m)
-    jac = osm._task_jacobian(model, q, tasks, sw.task_rotation)  # J (m, nv)
+    comp = osm.compliance_from_sweeps(model, tasks, sw)  # Λ⁻¹ (m, m)
+    minv_jt = osm.minv_jt_from_sweeps(model, tasks, sw)  # 𝓜⁻¹ J* (nv, m)
+    jac = osm.stacked_task_jacobian(model, q, tasks, sw.task_rotation)  # J (m, nv)
     a = big_n.T @ comp @ big_n
     a = 0.5 * (a + a.T) + jnp.asarray(regularization, dtype) * jnp.eye(n_c, dtype=dtype)
     v_imp = big_n.T @ (jac @ v)

@@ -214,6 +214,39 @@ def velocities_and_accelerations_levels(
     return in_slots(scatter(topo, step, root, (levels.rel_r, levels.rel_p, vj, aj)))
 
 
+class PosesAndMotions(NamedTuple):
+    """Result of :func:`poses_and_motions_levels`, each ``(1, W, ...)`` in the slot layout."""
+
+    rotation: jax.Array             # world rotation of each body
+    translation: jax.Array          # world position of each body's origin
+    velocity: jax.Array             # V(k), body frame
+    coriolis: jax.Array             # a(k) = V(k) ×ₘ H*(k) θ̇(k)
+    acceleration: jax.Array | None  # α(k) at θ̈ = 0 (J̇_k θ̇ plus the world's acceleration), if asked for
+
+
+def poses_and_motions_levels(levels: Levels, topo, v_blocks, root_acceleration: jax.Array | None,
+                             unroll: int = 1) -> PosesAndMotions:
+    """World poses (Jain Alg. 3.1), velocities ``V`` (eq. 3.19), the velocity terms ``a`` and
+    (unless ``root_acceleration`` is ``None``) the accelerations at zero joint acceleration
+    ``α = φ* α(℘) + a`` (eq. 5.14 with ``θ̈ = 0``; the world accelerating by
+    ``root_acceleration``) of every body, by one scatter."""
+    vj = joint_motion(levels.axes, v_blocks)
+    dtype = vj.dtype
+
+    def step(parent, level):
+        (pr, pp, vp, ap), (r, p, vk) = parent, level.x
+        wr, wp = spatial.compose(pr, pp, r, p)
+        vel = spatial.motion_to_child(r, p, vp) + vk
+        coriolis = spatial.motion_cross(vel, vk)
+        acc = None if ap is None else spatial.motion_to_child(r, p, ap) + coriolis
+        outs = (wr, wp, vel, coriolis) + (() if acc is None else (acc,))
+        return (wr, wp, vel, acc), tuple(zip(*(level.per_kernel(y) for y in outs)))
+
+    root = (jnp.eye(3, dtype=dtype), jnp.zeros(3, dtype), jnp.zeros(6, dtype), root_acceleration)
+    outs = in_slots(scatter(topo, step, root, (levels.rel_r, levels.rel_p, vj), unroll=unroll))
+    return PosesAndMotions(*outs) if root_acceleration is not None else PosesAndMotions(*outs, None)
+
+
 def body_velocities(model: Model, q, v) -> jax.Array:
     """Spatial velocity ``[ω; v]`` of every body in its own frame, ``(n_bodies, 6)``."""
     q = check_vector(model, q, model.nq, "q")

@@ -300,7 +300,7 @@ def _subtree_slot(subtree: AncestorSubtree, bodies) -> np.ndarray:
     return subtree.topo.body_flat[subtree.local[np.asarray(bodies, dtype=np.int64)]]
 
 
-def _tasks_share_their_body(model: Model, tasks: Sequence[ResolvedTask]) -> bool:
+def tasks_share_their_body(model: Model, tasks: Sequence[ResolvedTask]) -> bool:
     """Whether every pair of tasks on one tree sits on one body (e.g. a single task).
 
     Then each pair's nearest common ancestor is the tasks' own body ``b``, where
@@ -316,7 +316,7 @@ def task_sweeps(model: Model, q: jax.Array, tasks: Sequence[ResolvedTask], with_
 
     The Riccati gather covers the whole tree; the others only the task bodies' ancestors.
     ``with_psi=False`` skips the Ψ gather (``psi_rows`` is then ``None``), for tasks that share
-    their body (:func:`_tasks_share_their_body`).
+    their body (:func:`tasks_share_their_body`).
     """
     topo = model.topology
     dtype = q.dtype
@@ -371,7 +371,11 @@ def _to_task_rows(tasks, task_rot, x_local: jax.Array) -> jax.Array:
     return x[_row_selection(tasks)]
 
 
-def _compliance_from_sweeps(model: Model, tasks, sw: TaskSweeps) -> jax.Array:
+def compliance_from_sweeps(model: Model, tasks, sw: TaskSweeps) -> jax.Array:
+    """``Λ⁻¹`` ``(m, m)`` of resolved ``tasks`` from their :func:`task_sweeps`: per task pair
+    ``(s, t)`` the block ``Ψ_s(c)* Υ(c) Ψ_t(c)`` at the nearest common ancestor ``c`` (eq. 10.18,
+    Alg. 10.2; ``B_s* Υ(b) B_t`` when the tasks share their body, zero across trees), in the
+    tasks' references, task rows selected."""
     n_t = len(tasks)
     nca = _nearest_common_ancestors(model.topology.parent, [t.body for t in tasks])
     related = nca >= 0
@@ -396,7 +400,7 @@ def _compliance_from_sweeps(model: Model, tasks, sw: TaskSweeps) -> jax.Array:
     return 0.5 * (full + full.T)
 
 
-def _minv_jt_from_sweeps(model: Model, tasks, sw: TaskSweeps) -> jax.Array:
+def minv_jt_from_sweeps(model: Model, tasks, sw: TaskSweeps) -> jax.Array:
     """``𝓜⁻¹ J*`` ``(nv, m)`` by the acceleration scatter of Alg. 9.5 with ``m`` right-hand sides.
 
     The innovations of a unit task force are ``ν = D⁻¹ H Ψ_t`` (already gathered), and
@@ -430,7 +434,7 @@ def _minv_jt_from_sweeps(model: Model, tasks, sw: TaskSweeps) -> jax.Array:
     return _to_task_rows(tasks, sw.task_rotation, x).T
 
 
-def _task_jacobian(model: Model, q, tasks, task_rot: jax.Array) -> jax.Array:
+def stacked_task_jacobian(model: Model, q, tasks, task_rot: jax.Array) -> jax.Array:
     """``J`` ``(m, nv)``: the tasks' frame Jacobians (:func:`sodyn.frame_jacobians`) in their
     references, task rows selected."""
     local = frame_jacobians(model, q, [t.frame for t in tasks], "local")  # (T, 6, nv)
@@ -456,8 +460,8 @@ def operational_space_compliance(model: Model, q, tasks) -> jax.Array:
     (positive semi-definite); singular where the tasks are.
     """
     q, tasks = _prepare_call(model, q, tasks)
-    sw = task_sweeps(model, q, tasks, with_psi=not _tasks_share_their_body(model, tasks))
-    return _compliance_from_sweeps(model, tasks, sw)
+    sw = task_sweeps(model, q, tasks, with_psi=not tasks_share_their_body(model, tasks))
+    return compliance_from_sweeps(model, tasks, sw)
 
 
 def _regularized_inverse(a: jax.Array, regularization) -> jax.Array:
@@ -512,7 +516,7 @@ class OperationalSpaceDynamics(NamedTuple):
 def task_jacobian(model: Model, q, tasks) -> jax.Array:
     """The stacked task Jacobian ``J`` ``(m, nv)`` (rows as in :func:`operational_space_inertia`)."""
     q, tasks = _prepare_call(model, q, tasks)
-    return _task_jacobian(model, q, tasks, _task_rotations(model, q, tasks))
+    return stacked_task_jacobian(model, q, tasks, _task_rotations(model, q, tasks))
 
 
 def dynamically_consistent_inverse(model: Model, q, tasks, regularization=0.0) -> jax.Array:
@@ -523,8 +527,8 @@ def dynamically_consistent_inverse(model: Model, q, tasks, regularization=0.0) -
     """
     q, tasks = _prepare_call(model, q, tasks)
     sw = task_sweeps(model, q, tasks)
-    lam = _regularized_inverse(_compliance_from_sweeps(model, tasks, sw), regularization)
-    return _minv_jt_from_sweeps(model, tasks, sw) @ lam
+    lam = _regularized_inverse(compliance_from_sweeps(model, tasks, sw), regularization)
+    return minv_jt_from_sweeps(model, tasks, sw) @ lam
 
 
 def _jdot_v_local(model: Model, q, v, tasks) -> jax.Array:
@@ -568,10 +572,10 @@ def operational_space_dynamics(model: Model, q, v, tasks, regularization=0.0, f_
     q, tasks = _prepare_call(model, q, tasks)
     v = check_vector(model, v, model.nv, "v", q.dtype)
     sw = task_sweeps(model, q, tasks)
-    jac = _task_jacobian(model, q, tasks, sw.task_rotation)
-    comp = _compliance_from_sweeps(model, tasks, sw)
+    jac = stacked_task_jacobian(model, q, tasks, sw.task_rotation)
+    comp = compliance_from_sweeps(model, tasks, sw)
     lam = _regularized_inverse(comp, regularization)
-    minv_jt = _minv_jt_from_sweeps(model, tasks, sw)
+    minv_jt = minv_jt_from_sweeps(model, tasks, sw)
     jbar = minv_jt @ lam
     c = bias_forces(model, q, v, f_ext)
     jdv = _to_task_rows(tasks, sw.task_rotation, _jdot_v_local(model, q, v, tasks))

@@ -24,7 +24,7 @@ import numpy as np
 from sodyn.joints import KERNEL_OF
 from sodyn.model import Model
 from sodyn.model_data import Actuators
-from sodyn.simulate.static_index import spread_sum
+from sodyn.static_index import spread_sum
 
 
 class ActuatorTerms(NamedTuple):

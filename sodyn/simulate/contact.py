@@ -71,7 +71,7 @@ from sodyn import spatial
 from sodyn.algorithms.common import check_vector, joint_motion, model_params, prepare
 from sodyn.model import Model
 from sodyn.runtime.tuning import FORWARD_UNROLL
-from sodyn.simulate.static_index import spread_sum, take
+from sodyn.static_index import spread_sum, take
 from sodyn.sweeps import in_slots, scatter
 from sodyn.topology import dofs_to_levels
 
@@ -87,7 +87,7 @@ STANDARD_GRAVITY = 9.81
 _PER_POINT = ("stiffness", "damping", "friction", "slip_velocity", "onset")
 
 
-def _concrete(x) -> np.ndarray | None:
+def concrete_array(x) -> np.ndarray | None:
     """``x`` as a NumPy array when its value is known at trace time, else ``None``."""
     if isinstance(x, jax.core.Tracer):
         return None
@@ -171,19 +171,19 @@ class GroundContact(eqx.Module):
             got = getattr(self, name).shape
             if got not in ((), (nc,)):
                 raise ValueError(f"GroundContact: {name} must be a scalar or have shape ({nc},), got {got}")
-        n = _concrete(self.normal)
+        n = concrete_array(self.normal)
         if n is not None:
             norm = float(np.linalg.norm(n))
             if not np.isfinite(norm) or abs(norm - 1.0) > 1e-6:
                 raise ValueError(f"GroundContact: normal must be a unit vector, got {n.tolist()} (norm {norm:g})")
         for name, strict in (("radius", False), ("stiffness", False), ("damping", False), ("friction", False),
                              ("slip_velocity", True), ("onset", True)):
-            x = _concrete(getattr(self, name))
+            x = concrete_array(getattr(self, name))
             if x is not None and (np.any(~np.isfinite(x)) or np.any(x <= 0 if strict else x < 0)):
                 bound = "positive" if strict else "non-negative"
                 raise ValueError(f"GroundContact: {name} must be finite and {bound}, got {x.tolist()}")
         for name in ("position", "height"):
-            x = _concrete(getattr(self, name))
+            x = concrete_array(getattr(self, name))
             if x is not None and not np.all(np.isfinite(x)):
                 raise ValueError(f"GroundContact: {name} must be finite, got {x.tolist()}")
 
@@ -298,15 +298,15 @@ class GroundContact(eqx.Module):
             g = float(np.linalg.norm(np.asarray(model.gravity, np.float64))) or STANDARD_GRAVITY
             stiffness = total * g / SINK
         if damping is None:
-            ratio = _concrete(damping_ratio)
+            ratio = concrete_array(damping_ratio)
             if ratio is not None and (np.any(ratio < 0) or np.any(~np.isfinite(ratio))):
                 raise ValueError(f"GroundContact: damping_ratio must be finite and non-negative, got {ratio}")
-            k = _concrete(stiffness)
+            k = concrete_array(stiffness)
             if k is not None and np.any(k < 0):
                 raise ValueError(f"GroundContact: stiffness must be finite and non-negative, got {k.tolist()}")
             damping = 2.0 * jnp.asarray(damping_ratio) * jnp.sqrt(jnp.asarray(stiffness) * total)
         dtype = model.mass.dtype
-        arr = lambda x: jnp.asarray(x, dtype) if _concrete(x) is not None else x  # noqa: E731
+        arr = lambda x: jnp.asarray(x, dtype) if concrete_array(x) is not None else x  # noqa: E731
         return cls(arr(pos), arr(rad), arr(normal), arr(height), arr(stiffness), arr(damping), arr(friction),
                    arr(slip_velocity), arr(onset), body=body, names=names)
 
@@ -402,7 +402,7 @@ class ContactTerms(NamedTuple):
     penetration: jax.Array
 
 
-def _body_states(model: Model, q: jax.Array, v: jax.Array):
+def body_states(model: Model, q: jax.Array, v: jax.Array):
     """World rotations and positions and body-frame velocities ``[ω; v]`` of all bodies in the
     compact slot layout, by one scatter (Jain Alg. 3.1 and eq. 3.19 fused), unrolled as the
     forward dynamics sweeps are."""
@@ -421,7 +421,9 @@ def _body_states(model: Model, q: jax.Array, v: jax.Array):
     return in_slots(scatter(topo, step, root, (levels.rel_r, levels.rel_p, vj), unroll=FORWARD_UNROLL))
 
 
-def _check_bodies(model: Model, contact: GroundContact) -> np.ndarray:
+def check_bodies(model: Model, contact: GroundContact) -> np.ndarray:
+    """``contact.body`` as a static integer array, checked against ``model``'s bodies
+    (ValueError naming the first index out of range)."""
     body = np.asarray(contact.body, np.int64)
     bad = body[(body < 0) | (body >= model.n_bodies)]
     if bad.size:
@@ -449,11 +451,11 @@ def contact_terms(model: Model, contact: GroundContact, q, v, dt=None) -> Contac
     """
     q = check_vector(model, q, model.nq, "q")
     v = check_vector(model, v, model.nv, "v", q.dtype)
-    body = _check_bodies(model, contact)
+    body = check_bodies(model, contact)
     topo = model.topology
     dtype = q.dtype
     m = model_params(model, dtype)
-    wr, wp, vel = _body_states(model, q, v)
+    wr, wp, vel = body_states(model, q, v)
     slots = np.asarray(topo.body_flat)[body]
     rot, origin, twist = (take(x.reshape((topo.width,) + x.shape[2:]), slots) for x in (wr, wp, vel))  # per point
 

@@ -30,7 +30,7 @@ import numpy as np
 from sodyn.configuration import difference
 from sodyn.joints import KERNEL_OF
 from sodyn.model import Model
-from sodyn.simulate.static_index import spread_sum
+from sodyn.static_index import spread_sum
 
 
 class JointForces(eqx.Module):

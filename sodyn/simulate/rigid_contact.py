@@ -86,9 +86,9 @@ from sodyn.algorithms.common import check_vector
 from sodyn.algorithms.kinematics import frame_jacobians
 from sodyn.configuration import integrate
 from sodyn.model import Model
-from sodyn.simulate.contact import GroundContact, _body_states, _check_bodies, _concrete
+from sodyn.simulate.contact import GroundContact, body_states, check_bodies, concrete_array
 from sodyn.simulate.state import State
-from sodyn.simulate.static_index import take
+from sodyn.static_index import take
 
 #: Default number of Gauss–Seidel sweeps.
 ITERATIONS = 50
@@ -139,7 +139,7 @@ class RigidContact(eqx.Module):
             if getattr(self, name).shape != ():
                 raise ValueError(f"RigidContact: {name} must be a scalar, got shape {getattr(self, name).shape}")
         for name, lo, hi in (("restitution", 0.0, 1.0), ("baumgarte", 0.0, 1.0), ("margin", 0.0, np.inf)):
-            x = _concrete(getattr(self, name))
+            x = concrete_array(getattr(self, name))
             if x is not None and (np.any(~np.isfinite(x)) or np.any(x < lo) or np.any(x > hi)):
                 raise ValueError(f"RigidContact: {name} must be finite and in [{lo:g}, {hi:g}], got {x.tolist()}")
 
@@ -178,7 +178,7 @@ def contact_frame(normal: jax.Array) -> jax.Array:
 
 def _task_bodies(model: Model, ground: GroundContact) -> tuple[tuple[int, ...], np.ndarray]:
     """The distinct contact bodies (static) and each point's index among them."""
-    body = _check_bodies(model, ground)
+    body = check_bodies(model, ground)
     bodies = tuple(sorted(set(body.tolist())))
     return bodies, np.array([bodies.index(b) for b in body], dtype=np.int64)
 
@@ -215,7 +215,7 @@ def _kinematics(model: Model, ground: GroundContact, q, velocities):
     width = model.topology.width
     twists = []
     for w in velocities:
-        wr, wp, vel = _body_states(model, q, w)
+        wr, wp, vel = body_states(model, q, w)
         rot, origin, twist = (take(x.reshape((width,) + x.shape[2:]), slots) for x in (wr, wp, vel))
         twists.append(twist)
     return _points(model, ground, rot, origin), twists
@@ -235,10 +235,10 @@ def delassus_matrix(model: Model, ground: GroundContact, q) -> jax.Array:
     q = check_vector(model, q, model.nq, "q")
     bodies, index = _task_bodies(model, ground)
     tasks = osm.resolve_tasks(model, _body_tasks(model, bodies))
-    sw = osm.task_sweeps(model, q, tasks, with_psi=not osm._tasks_share_their_body(model, tasks))
+    sw = osm.task_sweeps(model, q, tasks, with_psi=not osm.tasks_share_their_body(model, tasks))
     pts, _ = _kinematics(model, ground, q, [jnp.zeros(model.nv, q.dtype)])
     a = _spread(pts.maps, index, len(bodies))
-    return _symmetric(a @ osm._compliance_from_sweeps(model, tasks, sw) @ a.T)
+    return _symmetric(a @ osm.compliance_from_sweeps(model, tasks, sw) @ a.T)
 
 
 def contact_jacobian(model: Model, ground: GroundContact, q) -> jax.Array:
@@ -319,8 +319,8 @@ def solve_rigid_contact(model: Model, contact: RigidContact, q, v, v_free, dt) -
     ground = contact.ground
     bodies, index = _task_bodies(model, ground)
     tasks = osm.resolve_tasks(model, _body_tasks(model, bodies))
-    sw = osm.task_sweeps(model, q, tasks, with_psi=not osm._tasks_share_their_body(model, tasks))
-    comp = osm._compliance_from_sweeps(model, tasks, sw)                     # Λ⁻¹ of the body frames
+    sw = osm.task_sweeps(model, q, tasks, with_psi=not osm.tasks_share_their_body(model, tasks))
+    comp = osm.compliance_from_sweeps(model, tasks, sw)                     # Λ⁻¹ of the body frames
     pts, (twist, twist_free) = _kinematics(model, ground, q, [v, v_free])
     a = _spread(pts.maps, index, len(bodies))
     w = _symmetric(a @ comp @ a.T)
