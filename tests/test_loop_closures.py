@@ -285,6 +285,23 @@ def test_weld_and_distance_against_dense_oracles():
 
 
 @pytest.mark.fast
+def test_unrolled_and_lapack_solves_agree(monkeypatch):
+    """The proximal solve's unrolled Cholesky (up to ``SMALL_SOLVE`` rows) and LAPACK's give the
+    same θ̈ and λ (weld + distance, 7 rows, off the constraint manifold)."""
+    import sodyn.algorithms.constrained as constrained
+
+    model, q0, closures = _weld_and_distance()
+    rng = np.random.default_rng(9)
+    q = _integrate(model, q0, jnp.asarray(0.05 * rng.normal(size=model.nv)))
+    v, tau = jnp.asarray(rng.normal(size=model.nv)), jnp.asarray(rng.normal(size=model.nv))
+    qdd, f = _cfd(model, q, v, tau, closures)
+    monkeypatch.setattr(constrained, "SMALL_SOLVE", 0)
+    qdd_l, f_l = jax.jit(lambda q, v, t: constrained_forward_dynamics(model, q, v, t, closures))(q, v, tau)
+    np.testing.assert_allclose(qdd, qdd_l, atol=1e-10, rtol=0)
+    np.testing.assert_allclose(f.lambda_, f_l.lambda_, atol=1e-10, rtol=1e-10)
+
+
+@pytest.mark.fast
 def test_added_inertia_against_dense_kkt():
     """``added_inertia`` (the implicit stepper's contact terms): (𝓜 + Σ J_k* B_k J_k) in a
     dense KKT solve with the right side τ − C − Σ J_k* B_k ᾱ(k)."""

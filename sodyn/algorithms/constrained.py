@@ -141,8 +141,8 @@ def _side(model: Model, pm: PosesAndMotions, frames, anchors) -> _Side:
     body = np.array([int(model.frame_body[f]) if f != WORLD else -1 for f in frames], dtype=np.int64)
     moving = jnp.asarray(body >= 0)
     m = model_params(model, dtype)
-    r_bf = jnp.where(moving[:, None, None], m.frame_rotation[fr], jnp.eye(3, dtype=dtype))
-    p_bf = jnp.where(moving[:, None], m.frame_translation[fr], 0.0)
+    r_bf = jnp.where(moving[:, None, None], take(m.frame_rotation, fr), jnp.eye(3, dtype=dtype))
+    p_bf = jnp.where(moving[:, None], take(m.frame_translation, fr), 0.0)
     slot = topo.body_flat[np.maximum(body, 0)]
     fixed = bool(np.any(body < 0))
 

@@ -50,10 +50,11 @@ DOF_ORDER_MAX_RUNS = 16
 #: derivative): fewer, longer loop steps pay off over a batch.
 FORWARD_UNROLL = 2
 
-#: Up to this many rows, the closed-chain forward dynamics' proximal solve factors its
-#: ``(A + ρI)`` and substitutes entry by entry, unrolled (no LAPACK call, which XLA:CPU runs
-#: per sample of a batch); larger systems call LAPACK's Cholesky.
-SMALL_SOLVE = 8
+#: Up to this many rows, the closed-chain forward dynamics' proximal solve forms the Cholesky
+#: factor of ``A + ρI`` and its inverse entry by entry, unrolled (no LAPACK call, which XLA:CPU
+#: makes once per sample of a batch; about twice as fast up to 18 rows); larger systems, whose
+#: unrolled programs grow as the cube of the rows, call LAPACK.
+SMALL_SOLVE = 12
 
 #: Up to this many slots, world velocities are one masked sum over ancestor slots after the
 #: poses' sweep (O(W²), no sweep of their own); wider trees carry them in the poses' sweep,
