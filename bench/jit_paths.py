@@ -172,15 +172,8 @@ def _table(rows, args) -> str:
 
 def _write(section: str, path: str) -> None:
     """Replace (or append) this JAX version's section of ``path``."""
-    start, end = f"<!-- jit_paths jax {jax.__version__} -->", f"<!-- /jit_paths jax {jax.__version__} -->"
-    text = open(path).read() if os.path.exists(path) else ""
-    block = f"{start}\n{section}{end}\n"
-    if start in text and end in text:
-        text = text[:text.index(start)] + block + text[text.index(end) + len(end) + 1:]
-    else:
-        text = text.rstrip("\n") + ("\n\n" if text else "") + block
-    with open(path, "w") as f:
-        f.write(text)
+    provenance.write_section(path, f"<!-- jit_paths jax {jax.__version__} -->",
+                             f"<!-- /jit_paths jax {jax.__version__} -->", section)
 
 
 def main(argv=None) -> int:

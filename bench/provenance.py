@@ -1,4 +1,5 @@
-"""Where a benchmark ran: the machine and the commit, for the first line of a results table."""
+"""Where a benchmark ran (the machine and the commit, for the first line of a results table), and
+the marked sections of `bench/results.md` each benchmark rewrites."""
 
 from __future__ import annotations
 
@@ -34,3 +35,24 @@ def commit() -> str:
         return sha + (" (with uncommitted changes)" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
+
+
+def read_section(path: str, start: str, end: str) -> str:
+    """The text between the marker lines ``start`` and ``end`` of ``path`` ('' if absent)."""
+    text = open(path).read() if os.path.exists(path) else ""
+    if start in text and end in text:
+        return text[text.index(start) + len(start) + 1:text.index(end)]
+    return ""
+
+
+def write_section(path: str, start: str, end: str, body: str) -> None:
+    """Put ``start``, ``body`` and ``end`` in ``path`` in place of the section those marker lines
+    delimit, or append them if there is none."""
+    text = open(path).read() if os.path.exists(path) else ""
+    block = f"{start}\n{body}{end}\n"
+    if start in text and end in text:
+        text = text[:text.index(start)] + block + text[text.index(end) + len(end) + 1:]
+    else:
+        text = text.rstrip("\n") + ("\n\n" if text else "") + block
+    with open(path, "w") as f:
+        f.write(text)

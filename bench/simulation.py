@@ -450,8 +450,7 @@ def _write(parts: dict, path: str) -> None:
     """Replace the given parts (``name -> markdown``) of the simulation section of ``path``, keeping
     the other parts' tables from earlier runs."""
     start, end = "<!-- simulation -->", "<!-- /simulation -->"
-    text = open(path).read() if os.path.exists(path) else ""
-    old = text[text.index(start):text.index(end) + len(end) + 1] if start in text and end in text else ""
+    old = provenance.read_section(path, start, end)
     kept = {}
     for name in PARTS:
         a, b = f"<!-- simulation:{name} -->\n", f"<!-- /simulation:{name} -->"
@@ -459,13 +458,7 @@ def _write(parts: dict, path: str) -> None:
             kept[name] = old[old.index(a) + len(a):old.index(b)]
     kept.update(parts)
     body = "".join(f"<!-- simulation:{n} -->\n{kept[n]}<!-- /simulation:{n} -->\n\n" for n in PARTS if n in kept)
-    block = f"{start}\n## Simulation (issue 29)\n\n{INTRO}{body}{end}\n"
-    if old:
-        text = text.replace(old, block)
-    else:
-        text = text.rstrip("\n") + ("\n\n" if text else "") + block
-    with open(path, "w") as f:
-        f.write(text)
+    provenance.write_section(path, start, end, f"## Simulation (issue 29)\n\n{INTRO}{body}")
 
 
 def main(argv=None) -> int:
