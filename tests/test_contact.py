@@ -405,7 +405,7 @@ def test_added_inertia_in_forward_dynamics(setup, dense):
 
 def test_spread_sum_matches_add_at():
     """Per-point values summed into their bodies (repeated, missing and unordered targets)."""
-    from sodyn.simulate.static_index import spread_sum
+    from sodyn.static_index import spread_sum
 
     target = np.array([3, 0, 3, 5, 3])
     x = np.random.default_rng(0).standard_normal((5, 6, 6))
