@@ -472,7 +472,7 @@ def contact_terms(model: Model, contact: GroundContact, q, v, dt=None) -> Contac
 
     if dt is None:
         wrench = jnp.concatenate([spatial.cross(r_c, force_b), force_b], axis=-1)
-        return ContactTerms(_per_body(model, body, wrench), None, world_force, law.penetration)
+        return ContactTerms(spread_sum(wrench, body, model.n_bodies), None, world_force, law.penetration)
 
     dt = jnp.asarray(dt, dtype)
     normal_rate = spatial.dot(n_b, velocity)
@@ -485,7 +485,8 @@ def contact_terms(model: Model, contact: GroundContact, q, v, dt=None) -> Contac
     b_gravity = (spatial.scale(b, jnp.concatenate([spatial.cross(r_c, g_b), g_b], axis=-1))
                  + spatial.scale((a - b) * spatial.dot(n_b, g_b), u))  # B_p [0; g_b]
     wrench = jnp.concatenate([spatial.cross(r_c, f_expl), f_expl], axis=-1) - b_gravity
-    return ContactTerms(_per_body(model, body, wrench), _per_body(model, body, b_point), world_force, law.penetration)
+    return ContactTerms(spread_sum(wrench, body, model.n_bodies), spread_sum(b_point, body, model.n_bodies),
+                        world_force, law.penetration)
 
 
 def _sts(r: jax.Array) -> jax.Array:
@@ -495,11 +496,6 @@ def _sts(r: jax.Array) -> jax.Array:
     top = jnp.concatenate([spatial.scale_matrix(spatial.dot(r, r), eye) - r[..., :, None] * r[..., None, :], rx], -1)
     bottom = jnp.concatenate([-rx, eye], -1)
     return jnp.concatenate([top, bottom], -2)
-
-
-def _per_body(model: Model, body: np.ndarray, x: jax.Array) -> jax.Array:
-    """Sum per-point values ``(nc, ...)`` into their bodies ``(n_bodies, ...)``."""
-    return spread_sum(x, body, model.n_bodies)
 
 
 def restitution_coefficient(stiffness, damping, mass) -> jax.Array:
