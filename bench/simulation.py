@@ -18,7 +18,8 @@ spheres (radius 0.0175 m) against the plane ``z = 0``, time step 1 ms:
    at ``--grad-batch`` initial states;
 4. ``checkpoint``: ``jax.jit(jax.grad(loss))`` of rollouts of 100, 300 and 1000 steps
    (``--grad-batch-ckpt`` samples under ``jax.vmap``) with ``checkpoint=None``, ``≈ sqrt(steps)``
-   (``--checkpoints``): XLA temp memory (``memory_analysis().temp_size_in_bytes``), compile and run time.
+   (``--checkpoints``), and with the step's rematerialisation switched off (every intermediate
+   stored): XLA temp memory (``memory_analysis().temp_size_in_bytes``), compile and run time.
 
 Times are the minimum over ``--rounds`` interleaved rounds (each: every variant called
 ``--calls`` times) of the time per call divided by the batch: µs per sample.  The tables
@@ -32,6 +33,7 @@ replace the ``Simulation (issue 29)`` section of ``--out`` (``bench/results.md``
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import math
 import os
@@ -52,7 +54,7 @@ import models as bm  # noqa: E402
 import provenance  # noqa: E402
 
 import sodyn as sd  # noqa: E402
-from sodyn.simulate import GroundContact, State, position_servos, rollout, step  # noqa: E402
+from sodyn.simulate import GroundContact, State, position_servos, rollout, step, stepping  # noqa: E402
 
 PARTS = ("step", "mjx", "grad", "checkpoint")
 LEGS = ("FL", "FR", "HL", "HR")
@@ -387,20 +389,38 @@ def part_grad(solo: Solo, args) -> str:
     return "\n".join(lines) + "\n"
 
 
+STORED = "None, intermediates stored"
+
+
+@contextlib.contextmanager
+def steps_stored(on: bool):
+    """Within the block (when ``on``), steps traced are not rematerialised: their reverse pass
+    stores every intermediate (the comparison row of the checkpointing part)."""
+    saved = stepping._rematerialised_advance
+    if on:
+        stepping._rematerialised_advance = stepping._advance
+    try:
+        yield
+    finally:
+        stepping._rematerialised_advance = saved
+
+
 def part_checkpoint(solo: Solo, args) -> str:
     b = args.ckpt_batch
     q, v, u = solo.states(b)
     rows = []
     for steps in args.horizons:
         us = jnp.broadcast_to(u[:, None, :], (b, steps, 12))
-        choices = [None] + [max(1, round(math.sqrt(steps))) if c == "sqrt" else int(c) for c in args.checkpoints]
+        choices = [STORED, None] + [max(1, round(math.sqrt(steps))) if c == "sqrt" else int(c)
+                                    for c in args.checkpoints]
         calls, info = {}, {}
         for ckpt in dict.fromkeys(choices):
-            loss = solo.rollout_loss(steps, ckpt)
+            loss = solo.rollout_loss(steps, None if ckpt == STORED else ckpt)
             total = lambda q, v, u, loss=loss: jnp.sum(jax.vmap(loss)(q, v, u))  # noqa: E731
             fn = jax.jit(jax.grad(total, argnums=2))
             t0 = time.perf_counter()
-            compiled = fn.lower(q, v, us).compile()
+            with steps_stored(ckpt == STORED):
+                compiled = fn.lower(q, v, us).compile()
             comp = time.perf_counter() - t0
             mem = compiled.memory_analysis()
             calls[ckpt] = (lambda c=compiled, us=us: c(q, v, us))
@@ -415,7 +435,10 @@ def part_checkpoint(solo: Solo, args) -> str:
     lines = [f"### Checkpointing: memory and time of `jax.jit(jax.grad(loss))` (Solo12 with contact, float32, "
              f"B={b} under `jax.vmap`)\n",
              "`rollout(..., checkpoint=c)`; XLA temp = `compiled.memory_analysis().temp_size_in_bytes`; time per "
-             "sample of one gradient call; ratios to `checkpoint=None` at the same horizon.\n",
+             "sample of one gradient call; ratios to `checkpoint=None` (the default: each step rematerialised, "
+             "keeping its state and the forward-dynamics factors) at the same horizon.  "
+             f"`{STORED}`: `checkpoint=None` with the step's rematerialisation switched off, so the reverse pass "
+             "stores every intermediate of every step.\n",
              "| steps | checkpoint | XLA temp MiB | memory ratio | gradient µs | time ratio | compile s |",
              "|---|---|---|---|---|---|---|"]
     for steps, ckpt, mem, mr, t, tr, comp in rows:

@@ -41,6 +41,7 @@ from typing import Literal, NamedTuple
 
 import jax
 import jax.numpy as jnp
+from jax.ad_checkpoint import checkpoint_name
 
 from sodyn import spatial
 from sodyn.algorithms.common import (
@@ -69,6 +70,13 @@ from sodyn.unit_columns import sum_of_column_products
 
 Convention = Literal["local", "world"]
 CONVENTIONS: tuple[str, ...] = ("local", "world")
+
+#: The name (:func:`jax.ad_checkpoint.checkpoint_name`) that forward dynamics gives, in its
+#: derivative, to its acceleration and its Riccati quantities: what a rematerialised computation
+#: keeps for its reverse pass (``jax.checkpoint(policy=save_only_these_names(FACTORS))``, as
+#: :func:`sodyn.simulate.step` is), so that pass recomputes kinematics and force laws but not
+#: the Riccati sweep.
+FACTORS = "sodyn.forward_dynamics.factors"
 
 
 # ---------------------------------------------------------------------------
@@ -344,6 +352,7 @@ def _forward_dynamics_jvp(convention, primals, tangents):
     model, q, v, tau, f_ext, added = primals
     d_model, dq, dv, dtau, df, d_added = tangents
     qdd, frames, ab = _articulated_forward(model, q, v, tau, f_ext, convention, added)
+    qdd, ab = checkpoint_name((qdd, ab), FACTORS)
 
     def id_at_fixed_acceleration(m, q, v, f, b):  # B_k acts on the body accelerations (world at −g)
         return _inverse_dynamics(m, q, v, qdd, f, b)

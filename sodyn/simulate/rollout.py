@@ -70,10 +70,12 @@ def rollout(model: Model, state: State, controls: jax.Array | Policy | None, dt,
     ``(n_bodies, 6)`` held or ``(steps, n_bodies, 6)`` per step.  The other keywords are
     :func:`~sodyn.simulate.step`'s (``constraints``: loop closures).
 
-    ``checkpoint=c`` splits the scan into segments of ``c`` steps whose insides are
-    recomputed in the backward pass (``jax.checkpoint``): the memory of ``jax.grad`` grows as
-    ``steps / c + c`` states instead of ``steps`` steps' intermediates, for about one more
-    forward pass of time.  ``checked=True`` runs the rollout eagerly under ``checkify`` and
+    Each step is rematerialised in reverse mode (:func:`~sodyn.simulate.stepping.advance`):
+    for its backward pass ``jax.grad`` keeps, per step, the state and the forward-dynamics
+    factors, not the step's intermediates.  ``checkpoint=c`` splits the scan into segments of
+    ``c`` steps whose states and factors are recomputed in the backward pass
+    (``jax.checkpoint``): the memory grows as ``steps / c + c`` of them instead of ``steps``,
+    for about one more forward pass of time.  ``checked=True`` runs the rollout eagerly under ``checkify`` and
     raises at the first non-finite state (naming the step and joint), non-unit quaternion or
     non-positive ``dt``.
     """

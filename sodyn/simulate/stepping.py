@@ -42,7 +42,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from sodyn.algorithms.articulated import forward_dynamics
+from sodyn.algorithms.articulated import FACTORS, forward_dynamics
 from sodyn.algorithms.common import check_f_ext
 from sodyn.algorithms.constrained import constrained_forward_dynamics, constraint_residual
 from sodyn.configuration import chart_rate, integrate
@@ -209,7 +209,19 @@ def _with_rigid_contact(stepper):
 def advance(model: Model, forces: Forces, state: State, control, f_ext, dt, integrator: str,
             substeps: int) -> tuple[State, StepForces]:
     """One step of ``dt`` in ``substeps`` equal substeps (checked arguments); returns the new
-    state and the forces averaged over the substeps."""
+    state and the forces averaged over the substeps.
+
+    In reverse mode the step is rematerialised (``jax.checkpoint``): it keeps for the reverse
+    pass its inputs and, of each forward-dynamics solve, the acceleration and the Riccati
+    quantities (:data:`~sodyn.algorithms.articulated.FACTORS`), and recomputes kinematics and
+    force laws there.  A scan of steps (:func:`~sodyn.simulate.rollout`, or a ``lax.scan`` of
+    :func:`step`) then stores a few arrays per step rather than each of a step's many small
+    intermediates, which costs more time to write and read than recomputing them."""
+    return _rematerialised_advance(model, forces, state, control, f_ext, dt, integrator, substeps)
+
+
+def _advance(model: Model, forces: Forces, state: State, control, f_ext, dt, integrator: str,
+             substeps: int) -> tuple[State, StepForces]:
     stepper = _STEPPERS[integrator]
     if isinstance(forces.contact, RigidContact):
         if integrator == "rk4":
@@ -228,6 +240,10 @@ def advance(model: Model, forces: Forces, state: State, control, f_ext, dt, inte
 
     state, recorded = jax.lax.scan(body, state, None, length=substeps)
     return state, jax.tree_util.tree_map(lambda x: jnp.mean(x, axis=0), recorded)
+
+
+_rematerialised_advance = jax.checkpoint(_advance, static_argnums=(6, 7), prevent_cse=False,
+                                         policy=jax.checkpoint_policies.save_only_these_names(FACTORS))
 
 
 def check_step_options(integrator: str, substeps) -> None:
