@@ -147,9 +147,9 @@ def _sodyn_batched(fn, cfg):
 
 def _split_from(cfg) -> int:
     """Per-device batch from which ``sodyn.batch`` splits a batch across devices (0: never)."""
-    from sodyn.runtime.tuning import MAX_CHUNK
+    from sodyn.runtime.tuning import SPLIT_FROM
 
-    return MAX_CHUNK if cfg.chunk is None else cfg.chunk
+    return SPLIT_FROM if cfg.chunk is None else cfg.chunk
 
 
 def _mjx_batched(fn, cfg, batch: int):

@@ -297,7 +297,7 @@ def test_automatic_chunk_size_follows_memory_per_sample():
 
     jaxpr = jax.make_jaxpr(heavy(400))(np.ones(4)).jaxpr
     assert 8 * 400**2 <= intermediate_bytes(jaxpr) < 1.02 * 8 * 400**2  # the outer product dominates
-    for n, chunk in ((400, 64), (800, MIN_CHUNK), (4000, MIN_CHUNK)):
+    for n, chunk in ((400, 128), (800, MIN_CHUNK), (4000, MIN_CHUNK)):
         per_sample = intermediate_bytes(jax.make_jaxpr(heavy(n))(np.ones(4)).jaxpr)
         assert auto_chunk_size(heavy(n), 0, x) == chunk
         assert chunk == MIN_CHUNK or chunk * per_sample <= CHUNK_BYTES < 2 * chunk * per_sample
@@ -305,7 +305,7 @@ def test_automatic_chunk_size_follows_memory_per_sample():
     scanned = lambda y: jax.lax.scan(lambda c, _: (c + 1.0, jax.numpy.outer(c, c)), y, None, length=1000)[1]  # noqa: E731
     assert intermediate_bytes(jax.make_jaxpr(scanned)(np.ones(4)).jaxpr) >= 8 * 16 * 1000
     batched = sd.batch(heavy(400))
-    assert batched.chunk_size(x) == 64
+    assert batched.chunk_size(x) == 128
     np.testing.assert_allclose(jax.jit(batched)(x), jax.vmap(heavy(400))(x), rtol=1e-12)
     # forward dynamics: a short chain keeps full chunks, a 128-link chain gets smaller ones
     short, long = pendulum_chain(4), pendulum_chain(128)

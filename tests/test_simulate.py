@@ -16,8 +16,7 @@ from robots import robots_dir
 
 import sodyn as sd
 from sodyn import spatial
-from sodyn.simulate import JointForces, State, motors, position_servos, rollout, step, step_and_forces
-from sodyn.simulate import stepping
+from sodyn.simulate import JointForces, State, motors, position_servos, rollout, step, step_and_forces, stepping
 
 jax.config.update("jax_enable_x64", True)
 

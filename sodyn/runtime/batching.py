@@ -35,7 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from sodyn.runtime.tuning import CHUNK_BYTES, MAX_CHUNK, MIN_CHUNK
+from sodyn.runtime.tuning import CHUNK_BYTES, MAX_CHUNK, MIN_CHUNK, SPLIT_FROM
 
 
 def _batch_devices(devices: str | Sequence[Any] | None) -> list:
@@ -70,8 +70,8 @@ def batch(
     evenly across ``jax.local_devices()`` when there is more than one (see
     :func:`sodyn.use_cpu_cores`); ``None`` keeps it on one device; a sequence names the devices.
     A batch is split only when every device gets at least ``chunk_size`` samples (at least
-    :data:`MAX_CHUNK` with automatic chunks): moving the inputs of a CPU batch onto the other
-    devices costs a copy per call, which smaller batches do not repay.
+    :data:`~sodyn.runtime.tuning.SPLIT_FROM` with automatic chunks): moving the inputs of a CPU
+    batch onto the other devices costs a copy per call, which smaller batches do not repay.
 
     The returned function has methods ``chunk_size(*args)`` (the chunk size a call on ``args``
     uses), ``split_devices(*args)`` (the devices it is split across; empty when it runs on
@@ -88,7 +88,7 @@ def batch(
     """
     if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size < 1):
         raise ValueError(f"chunk_size must be a positive integer or None, got {chunk_size!r}")
-    split_from = MAX_CHUNK if chunk_size is None else chunk_size
+    split_from = SPLIT_FROM if chunk_size is None else chunk_size
     traced: dict = {}  # argument signature -> (chunk size, calls LAPACK), found by one trace
 
     def facts(args) -> tuple[int, bool]:

@@ -10,21 +10,26 @@ from __future__ import annotations
 
 # -- batching (sodyn.runtime.batching) -------------------------------------------------------
 
-#: Largest chunk :func:`sodyn.batch` picks by itself, and the per-device batch from which it
-#: splits a batch across devices when it picks the chunk size.  Larger chunks gain nothing:
-#: their per-level working set no longer stays in cache.
-MAX_CHUNK = 256
+#: Largest chunk :func:`sodyn.batch` picks by itself.  Each chunk runs the whole program once,
+#: and XLA:CPU pays a fixed cost per operation of it, which a chunk of a few hundred samples of
+#: a small robot's dynamics does not amortize.
+MAX_CHUNK = 4096
 
 #: Smallest chunk :func:`sodyn.batch` picks by itself: smaller chunks pay a scan step per few
 #: samples.
 MIN_CHUNK = 32
 
+#: Per-device batch from which :func:`sodyn.batch` with automatic chunks splits a batch across
+#: devices: below it, copying the inputs onto the other devices costs more than it saves.
+SPLIT_FROM = 256
+
 #: Bytes of intermediates (:func:`sodyn.runtime.batching.intermediate_bytes`, summed over a
 #: chunk's samples) that an automatically sized chunk may hold, calibrated on chunk-size sweeps
-#: of forward dynamics, M⁻¹, M and inverse dynamics for small robots, humanoids and long chains.
-#: The sum counts every intermediate as if XLA wrote it out; fusion keeps most of them in
-#: registers, so the budget is a calibrated constant, not a cache size.
-CHUNK_BYTES = 96 * 2**20
+#: of forward dynamics and M⁻¹ for small robots and humanoids in float64 and float32: beyond it
+#: a chunk's per-level working set leaves the cache.  The sum counts every intermediate as if
+#: XLA wrote it out; fusion keeps most of them in registers, so the budget is a calibrated
+#: constant, not a cache size.
+CHUNK_BYTES = 256 * 2**20
 
 # -- the sweeps (sodyn.topology, sodyn.sweeps) ----------------------------------------------
 
