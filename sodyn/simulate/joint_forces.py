@@ -30,6 +30,7 @@ import numpy as np
 from sodyn.configuration import difference
 from sodyn.joints import KERNEL_OF
 from sodyn.model import Model
+from sodyn.simulate.contact import concrete_array
 from sodyn.static_index import spread_sum
 
 
@@ -102,6 +103,12 @@ def _limit(x, v, bound, sign, params: JointForces):
     return tau, stiffness, damping
 
 
+def _may_be_nonzero(x) -> bool:
+    """False only for a parameter known at trace time to be all zero (its term is then skipped)."""
+    value = concrete_array(x)
+    return value is None or bool(np.any(value != 0))
+
+
 def joint_forces(model: Model, params: JointForces, q: jax.Array, v: jax.Array) -> JointTerms:
     """Limit, friction-loss and spring forces at ``(q, v)`` with their per-dof slopes."""
     dtype = q.dtype
@@ -109,11 +116,11 @@ def joint_forces(model: Model, params: JointForces, q: jax.Array, v: jax.Array) 
     force = jnp.zeros(model.nv, dtype)
     stiffness = jnp.zeros(model.nv, dtype)
     damping = jnp.zeros(model.nv, dtype)
-    if params.springs:
+    if params.springs and _may_be_nonzero(model.stiffness):
         k = model.stiffness.astype(dtype)
         force = force - k * difference(model, model.spring_reference.astype(dtype), q)
         stiffness = stiffness + k
-    if params.friction:
+    if params.friction and _may_be_nonzero(model.friction):
         bound = model.friction.astype(dtype)
         speed = jnp.sqrt(v * v + params.friction_velocity ** 2)
         force = force - bound * v / speed
