@@ -75,9 +75,10 @@ def rollout(model: Model, state: State, controls: jax.Array | Policy | None, dt,
     factors, not the step's intermediates.  ``checkpoint=c`` splits the scan into segments of
     ``c`` steps whose states and factors are recomputed in the backward pass
     (``jax.checkpoint``): the memory grows as ``steps / c + c`` of them instead of ``steps``,
-    for about one more forward pass of time.  ``checked=True`` runs the rollout eagerly under ``checkify`` and
-    raises at the first non-finite state (naming the step and joint), non-unit quaternion or
-    non-positive ``dt``.
+    for about one more forward pass of time.
+
+    ``checked=True`` runs the rollout eagerly under ``checkify`` and raises at the first
+    non-finite state (naming the step and joint), non-unit quaternion or non-positive ``dt``.
     """
     if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
         raise ValueError(f"steps must be a positive integer, got {steps!r}")
