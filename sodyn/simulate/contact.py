@@ -68,11 +68,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from sodyn import spatial
-from sodyn.algorithms.common import check_vector, joint_motion, model_params, prepare
+from sodyn.algorithms.common import check_vector, model_params, prepare
+from sodyn.algorithms.kinematics import poses_and_motions_levels
 from sodyn.model import Model
 from sodyn.runtime.tuning import FORWARD_UNROLL
 from sodyn.static_index import spread_sum, take
-from sodyn.sweeps import in_slots, scatter
 from sodyn.topology import dofs_to_levels
 
 #: Default slip velocity ``ε`` of the regularized Coulomb law, m/s.
@@ -404,21 +404,11 @@ class ContactTerms(NamedTuple):
 
 def body_states(model: Model, q: jax.Array, v: jax.Array):
     """World rotations and positions and body-frame velocities ``[ω; v]`` of all bodies in the
-    compact slot layout, by one scatter (Jain Alg. 3.1 and eq. 3.19 fused), unrolled as the
-    forward dynamics sweeps are."""
+    compact slot layout, by the one kinematics scatter
+    (:func:`~sodyn.algorithms.kinematics.poses_and_motions_levels`, without accelerations)."""
     topo = model.topology
-    levels = prepare(model, q)
-    vj = joint_motion(levels.axes, dofs_to_levels(topo, v, 0.0))
-
-    def step(parent, level):
-        (pr, pp, pv), (r, p, joint) = parent, level.x
-        wr, wp = spatial.compose(pr, pp, r, p)
-        vel = spatial.motion_to_child(r, p, pv) + joint
-        return (wr, wp, vel), tuple(zip(*(level.per_kernel(y) for y in (wr, wp, vel))))
-
-    dtype = q.dtype
-    root = (jnp.eye(3, dtype=dtype), jnp.zeros(3, dtype), jnp.zeros(6, dtype))
-    return in_slots(scatter(topo, step, root, (levels.rel_r, levels.rel_p, vj), unroll=FORWARD_UNROLL))
+    pm = poses_and_motions_levels(prepare(model, q), topo, dofs_to_levels(topo, v, 0.0), None, FORWARD_UNROLL)
+    return pm.rotation, pm.translation, pm.velocity
 
 
 def check_bodies(model: Model, contact: GroundContact) -> np.ndarray:
