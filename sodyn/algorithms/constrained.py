@@ -72,7 +72,12 @@ import numpy as np
 from sodyn import spatial
 from sodyn.algorithms.articulated import accelerations, body_frames, riccati_and_innovation_columns
 from sodyn.algorithms.common import Levels, check_state, gravity_acceleration, model_params, prepare
-from sodyn.algorithms.kinematics import PosesAndMotions, poses_and_motions_levels, world_subspace_blocks
+from sodyn.algorithms.kinematics import (
+    PosesAndMotions,
+    poses_and_motions_levels,
+    slot_ancestors,
+    world_subspace_blocks,
+)
 from sodyn.constraints import LoopClosures
 from sodyn.contraction import contract
 from sodyn.model import WORLD, Model
@@ -233,13 +238,10 @@ def _row_terms(model: Model, closures: LoopClosures, pm: PosesAndMotions) -> _Ro
 
 
 def _ancestor_slots(topo, bodies: np.ndarray) -> np.ndarray:
-    """``(W, len(bodies))``: 1 where a slot holds an ancestor-or-self of the body (static)."""
-    out = np.zeros((topo.width, len(bodies)))
-    for c, b in enumerate(bodies):
-        while b >= 0:
-            out[topo.body_flat[b], c] = 1.0
-            b = int(topo.parent[b])
-    return out
+    """``(W, len(bodies))``: 1 where a slot holds an ancestor-or-self of the body (static; a
+    column of zeros for the world, ``-1``), from :func:`~sodyn.algorithms.kinematics.slot_ancestors`."""
+    rows = slot_ancestors(topo)[topo.body_flat[np.maximum(bodies, 0)]]
+    return np.where((bodies >= 0)[:, None], rows, 0.0).T
 
 
 def _jacobian_columns(model: Model, axes: list[jax.Array], terms: _RowTerms) -> list[jax.Array]:

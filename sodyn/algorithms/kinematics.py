@@ -89,7 +89,7 @@ def centred_world_poses_levels(levels: Levels, topo) -> tuple[jax.Array, jax.Arr
 
 
 @functools.lru_cache(maxsize=128)
-def _slot_ancestors(topo) -> np.ndarray:
+def slot_ancestors(topo) -> np.ndarray:
     """``(W, W)``: ``[s, t] = 1`` if slot ``t`` holds an ancestor-or-self of slot ``s``'s body."""
     anc = np.zeros((topo.width, topo.width))
     for s in range(topo.width):
@@ -125,7 +125,7 @@ def world_kinematics_levels(levels: Levels, topo, v_blocks: list[jax.Array], unr
         wr, wp = world_poses_levels(levels, topo, unroll)
         axes = world_subspace_blocks(topo, levels, wr, wp)
         joint = jnp.concatenate([spatial.mtv(a, x) for a, x in zip(axes, v_blocks)], axis=1)
-        anc = jnp.asarray(_slot_ancestors(topo), joint.dtype)
+        anc = jnp.asarray(slot_ancestors(topo), joint.dtype)
         return WorldKinematics(wr, wp, axes, contract("...wu,...ui->...wi", anc, joint), joint)
 
     def step(parent, level):
