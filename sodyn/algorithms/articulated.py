@@ -382,6 +382,24 @@ def forward_terms(model: Model, q, v, f_ext, convention: str, unroll: int):
     return frames, coriolis, bias if f_local is None else bias - f_local
 
 
+def _articulated_inertia(inertia, p_children: jax.Array, extra: jax.Array | None) -> jax.Array:
+    """``P(k) = M(k) + Σ_c φ(k, c) P⁺(c)`` (Alg. 7.1), plus an added inertia ``extra``."""
+    big_p = spatial.inertia_from_parameters(*inertia) + p_children
+    return big_p if extra is None else big_p + extra
+
+
+def _riccati_and_innovation_kernels(level, big_p: jax.Array, z: jax.Array) -> list[tuple]:
+    """One level of the fused Riccati and innovations gather (Alg. 7.1, 7.2): per kernel ``P⁺``,
+    ``z⁺``, ``ν`` and the :class:`RiccatiKernel` (without ``D``, which ``𝓜⁻¹ x`` does not need),
+    from the level's kernel inputs ``(axes, armature, T, …)``."""
+    out = []
+    for pk, zk, (axes, arm, t, *_) in zip(level.per_kernel(big_p), level.per_kernel(z), level.kernels):
+        pp, ric = riccati_kernel(pk, axes, arm)
+        zp, nu = innovation_kernel(zk, axes, ric, t)
+        out.append((pp, zp, nu, ric._replace(D=None)))
+    return out
+
+
 def riccati_and_innovations(model: Model, frames: Frames, t_blocks, coriolis=None, bias=None,
                              unroll: int = 1, added=None) -> tuple[list[jax.Array], ArticulatedBodies]:
     """The Riccati and innovations recursions fused in one gather (Jain Alg. 7.1 and 7.2 share
@@ -394,19 +412,12 @@ def riccati_and_innovations(model: Model, frames: Frames, t_blocks, coriolis=Non
     def step(from_children, level):
         pose, inertia, cor, b, extra = level.x
         p_children, z = from_children
-        big_p = spatial.inertia_from_parameters(*inertia) + p_children
-        big_p = big_p if extra is None else big_p + extra
+        big_p = _articulated_inertia(inertia, p_children, extra)
         z = z if cor is None else z + spatial.mv(big_p, cor) + b
-        p_plus, z_plus, outs = [], [], []
-        for pk, zk, axes, arm, t in zip(level.per_kernel(big_p), level.per_kernel(z), *zip(*level.kernels)):
-            pp, ric = riccati_kernel(pk, axes, arm)
-            zp, nu = innovation_kernel(zk, axes, ric, t)
-            p_plus.append(pp)
-            z_plus.append(zp)
-            outs.append((nu, ric._replace(D=None)))  # D: not needed for 𝓜⁻¹ x
-        sent = (pose_inertia_to_parent(pose, jnp.concatenate(p_plus, axis=0)),
-                pose_force_to_parent(pose, jnp.concatenate(z_plus, axis=0)))
-        return sent, tuple(outs)
+        kernels = _riccati_and_innovation_kernels(level, big_p, z)
+        sent = (pose_inertia_to_parent(pose, jnp.concatenate([k[0] for k in kernels], axis=0)),
+                pose_force_to_parent(pose, jnp.concatenate([k[1] for k in kernels], axis=0)))
+        return sent, tuple((nu, ric) for _, _, nu, ric in kernels)
 
     zero = (jnp.zeros((6, 6), dtype), jnp.zeros(6, dtype))
     kernel_xs = tuple(zip(frames.axes, armature_blocks(model, dtype), t_blocks))
@@ -445,22 +456,17 @@ def riccati_and_innovation_columns(model: Model, frames: Frames, t_blocks, colum
     def step(from_children, level):
         pose, inertia, b, extra = level.x
         p_children, z, zc = from_children
-        big_p = spatial.inertia_from_parameters(*inertia) + p_children
-        big_p = big_p if extra is None else big_p + extra
+        big_p = _articulated_inertia(inertia, p_children, extra)
         z = z if b is None else z + b
-        p_plus, z_plus, zc_plus, outs = [], [], [], []
-        pieces = zip(level.per_kernel(big_p), level.per_kernel(z), level.per_kernel(zc), *zip(*level.kernels))
-        for pk, zk, zck, axes, arm, t, tc in pieces:
-            pp, ric = riccati_kernel(pk, axes, arm)
-            zp, nu = innovation_kernel(zk, axes, ric, t)
+        kernels = _riccati_and_innovation_kernels(level, big_p, z)
+        zc_plus, outs = [], []
+        for (_, _, nu, ric), zck, (axes, _, _, tc) in zip(kernels, level.per_kernel(zc), level.kernels):
             eps = tc - axes.transpose_times(zck)
             nu_c = spatial.mv(ric.D_inv[:, None], eps)
-            p_plus.append(pp)
-            z_plus.append(zp)
             zc_plus.append(zck + spatial.mtv(ric.U[:, None], nu_c))
-            outs.append((nu, nu_c, eps, ric._replace(D=None)))  # D: not needed for 𝓜⁻¹ x
-        sent = (pose_inertia_to_parent(pose, jnp.concatenate(p_plus, axis=0)),
-                pose_force_to_parent(pose, jnp.concatenate(z_plus, axis=0)),
+            outs.append((nu, nu_c, eps, ric))
+        sent = (pose_inertia_to_parent(pose, jnp.concatenate([k[0] for k in kernels], axis=0)),
+                pose_force_to_parent(pose, jnp.concatenate([k[1] for k in kernels], axis=0)),
                 pose_force_to_parent(pose, jnp.concatenate(zc_plus, axis=0)))
         return sent, tuple(outs)
 
