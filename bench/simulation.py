@@ -186,11 +186,11 @@ class Mjx:
         d = self.d0.replace(qpos=jnp.asarray(Q0, jnp.float32), ctrl=jnp.asarray(STAND, jnp.float32))
         d = jax.jit(lambda d: jax.lax.fori_loop(0, steps, lambda i, d: mjx.step(mx, d), d))(d)
         data = mjx.get_data(self.mj, d)
+        # MJX's own contact forces (normal first, contact frame): `mj_contactForce` on the
+        # converted data reads the wrong constraint rows under some JAX versions
+        from mujoco.mjx._src.support import contact_force
+        total = sum(float(contact_force(mx, d, i)[0]) for i in range(data.ncon))
         f6 = np.zeros(6)
-        total = 0.0
-        for i in range(data.ncon):
-            mujoco.mj_contactForce(self.mj, data, i, f6)
-            total += f6[0]  # normal component (contact frame)
         # MuJoCo (C, float64) from the same start, as a reference
         dc = mujoco.MjData(self.mj)
         dc.qpos[:], dc.ctrl[:] = Q0, STAND
@@ -354,7 +354,7 @@ def part_mjx(solo: Solo, args) -> str:
              "| simulator | m g (N) | total normal force (N) | / m g | base height (m) |", "|---|---|---|---|---|",
              f"| sodyn (float32) | {mg_s:.3f} | {settle_s['fz']:.3f} | {settle_s['fz'] / mg_s:.4f} | "
              f"{settle_s['z']:.4f} |",
-             f"| MJX (float32, `mj_contactForce`, {settle_m['ncon']} contacts) | {mg_m:.3f} | {settle_m['fz']:.3f} | "
+             f"| MJX (float32, MJX contact forces, {settle_m['ncon']} contacts) | {mg_m:.3f} | {settle_m['fz']:.3f} | "
              f"{settle_m['fz'] / mg_m:.4f} | {settle_m['z']:.4f} |",
              f"| MuJoCo C (float64, reference) | {mg_m:.3f} | {settle_m['fz_c']:.3f} | {settle_m['fz_c'] / mg_m:.4f} | "
              f"{settle_m['z_c']:.4f} |"]

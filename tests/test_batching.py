@@ -1,5 +1,6 @@
 """``sodyn.batch`` (chunked batching) equals ``jax.vmap``; ``sodyn.jit`` equals ``jax.jit``."""
 
+import equinox as eqx
 import jax
 import numpy as np
 import pytest
@@ -312,3 +313,46 @@ def test_automatic_chunk_size_follows_memory_per_sample():
     fd = lambda m, q: sd.forward_dynamics(m, q, q, q)  # noqa: E731
     assert sd.batch(fd, in_axes=(None, 0)).chunk_size(short, np.zeros((8, 4))) == MAX_CHUNK
     assert sd.batch(fd, in_axes=(None, 0)).chunk_size(long, np.zeros((8, 128))) < MAX_CHUNK
+
+
+@pytest.mark.fast
+def test_a_large_plain_vmap_of_forward_dynamics_runs_in_chunks(monkeypatch):
+    """Under a plain ``jax.vmap``, a batch of at least ``VMAP_CHUNKS_FROM`` automatic chunks runs
+    chunk by chunk (:func:`~sodyn.runtime.batching.chunked_when_vmapped`; here 32-sample chunks,
+    the last one padded), with the values of the unchunked vmap, batched model parameters and
+    ``jax.grad`` included; smaller batches are not chunked."""
+    from sodyn.runtime import batching
+    from sodyn.runtime.tuning import MIN_CHUNK, VMAP_CHUNKS_FROM
+
+    sizes = []
+    chunked_vmap = batching._chunked_vmap
+    monkeypatch.setattr(batching, "auto_chunk_size", lambda *args: MIN_CHUNK)
+    monkeypatch.setattr(batching, "_chunked_vmap", lambda f, axes, c: sizes.append(c) or chunked_vmap(f, axes, c))
+    model = pendulum_chain(3)
+    n = VMAP_CHUNKS_FROM * MIN_CHUNK + 9
+    q, v, tau = (jax.random.normal(jax.random.PRNGKey(i), (n, 3)) for i in range(3))
+    mass = model.mass * (1.0 + 0.1 * jax.random.uniform(jax.random.PRNGKey(3), (n, model.n_bodies)))
+
+    def fd(m, q, v, tau):
+        return sd.forward_dynamics(m, q, v, tau)
+
+    def with_mass(mass, q, v, tau):
+        return fd(eqx.tree_at(lambda m: m.mass, model, mass), q, v, tau)
+
+    got = jax.jit(jax.vmap(fd, in_axes=(None, 0, 0, 0)))(model, q, v, tau)
+    assert sizes == [MIN_CHUNK]
+    expected = np.stack([jax.jit(fd)(model, q[i], v[i], tau[i]) for i in range(n)])
+    np.testing.assert_allclose(got, expected, rtol=1e-11, atol=1e-12)
+    got_mass = jax.jit(jax.vmap(with_mass))(mass, q, v, tau)
+    expected_mass = np.stack([jax.jit(with_mass)(mass[i], q[i], v[i], tau[i]) for i in range(0, n, 17)])
+    np.testing.assert_allclose(got_mass[::17], expected_mass, rtol=1e-11, atol=1e-12)
+    assert sizes == [MIN_CHUNK, MIN_CHUNK]
+    loss = lambda q: jax.numpy.sum(jax.numpy.sin(jax.vmap(fd, in_axes=(None, 0, 0, 0))(model, q, v, tau)))  # noqa: E731
+    grad = jax.jit(jax.grad(loss))(q)
+    one = jax.jit(jax.grad(lambda x, v, tau: jax.numpy.sum(jax.numpy.sin(fd(model, x, v, tau)))))
+    grad_loop = np.stack([one(q[i], v[i], tau[i]) for i in range(0, n, 17)])
+    np.testing.assert_allclose(grad[::17], grad_loop, rtol=1e-10, atol=1e-12)
+    calls = len(sizes)
+    small = q[: VMAP_CHUNKS_FROM * MIN_CHUNK - 1]
+    jax.jit(jax.vmap(fd, in_axes=(None, 0, 0, 0)))(model, small, small, small)
+    assert len(sizes) == calls  # below VMAP_CHUNKS_FROM chunks: one plain vmap

@@ -63,6 +63,7 @@ from sodyn.algorithms.kinematics import (
 )
 from sodyn.contraction import contract
 from sodyn.model import Model
+from sodyn.runtime.batching import chunked_when_vmapped
 from sodyn.runtime.tuning import FORWARD_UNROLL
 from sodyn.sweeps import gather, in_slots, scatter
 from sodyn.topology import Topology, dofs_from_levels, dofs_to_levels, from_levels, to_levels
@@ -311,7 +312,9 @@ def forward_dynamics(model: Model, q, v, tau, f_ext=None, *, convention: Convent
     (``τ − damping ⊙ v``) and armature (added to ``D``) are included, consistently with
     :func:`sodyn.inverse_dynamics`.  The Riccati and innovations recursions run fused in one
     gather (Alg. 7.1 and 7.2 share their tip-to-base sweep), then one scatter.  ``convention``
-    picks the frames (module docstring): ``"local"`` (default) or ``"world"``.
+    picks the frames (module docstring): ``"local"`` (default) or ``"world"``.  A large
+    ``jax.vmap`` of it on the CPU runs in cache-sized chunks
+    (:func:`~sodyn.runtime.batching.chunked_when_vmapped`).
 
     ``added_inertia`` ``B`` ``(n_bodies, 6, 6)`` (symmetric positive semi-definite, body
     frames, ``"local"`` only) is added to each body's inertia in the Riccati recursion, so the
@@ -344,7 +347,19 @@ def forward_dynamics(model: Model, q, v, tau, f_ext=None, *, convention: Convent
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(6,))
 def _forward_dynamics(model: Model, q, v, tau, f_ext, added, convention: str):
-    return _articulated_forward(model, q, v, tau, f_ext, convention, added)[0]
+    return _ACCELERATIONS[convention](model, q, v, tau, f_ext, added)
+
+
+def _accelerations(convention: str):
+    def qdd(model: Model, q, v, tau, f_ext, added):
+        return _articulated_forward(model, q, v, tau, f_ext, convention, added)[0]
+
+    return qdd
+
+
+#: Per convention, ``θ̈`` of the fused ABA; a large ``jax.vmap`` of it on the CPU runs in
+#: cache-sized chunks (:func:`~sodyn.runtime.batching.chunked_when_vmapped`).
+_ACCELERATIONS = {c: chunked_when_vmapped(_accelerations(c)) for c in CONVENTIONS}
 
 
 @_forward_dynamics.defjvp

@@ -229,8 +229,8 @@ def _row_terms(model: Model, closures: LoopClosures, pm: PosesAndMotions) -> _Ro
             res.append((length - closures.length[i])[None])
             vel.append(ndv[None])
             bias.append((jnp.dot(n, dd[i]) + (jnp.dot(dv[i], dv[i]) - ndv ** 2) / safe)[None])
-            w1.append((n @ p1[i])[None])
-            w2.append((n @ p2[i])[None])
+            w1.append(spatial.mtv(p1[i], n)[None])
+            w2.append(spatial.mtv(p2[i], n)[None])
             rows.append(i)
     rows = np.asarray(rows, dtype=np.int64)
     cat = jnp.concatenate
@@ -418,7 +418,7 @@ def constrained_forward_dynamics(
     else:
         qdd, lam, error = _augmented(model, levels, pm, v, tau, f_ext, columns, -target, regularization,
                                      iterations, added_inertia)
-        gen = g.T @ lam
+        gen = spatial.mtv(g, lam)
     return qdd, ConstraintForces(lam, gen, terms.residual, terms.velocity, error)
 
 
@@ -457,7 +457,7 @@ def _augmented(model: Model, levels: Levels, pm: PosesAndMotions, v, tau, f_ext,
     lam = _proximal_solve(a, -error, rho, iterations)
     nus = [nu + spatial.mtv(nc, lam) for nu, nc in zip(nus, cols.nu)]  # ν_f + ν_c λ
     qdd = accelerations(model, frames, ab, nus, jnp.zeros(6, dtype), None, FORWARD_UNROLL)
-    return qdd, lam, error + a @ lam
+    return qdd, lam, error + spatial.mv(a, lam)
 
 
 def _projected(model, q, v, tau, f_ext, g, target):

@@ -12,6 +12,9 @@ local devices, ``sodyn.batch`` splits the batch evenly across them with ``jax.sh
 CPU batch runs on every core, as Pinocchio's ``abaInParallel`` does with threads.  On CPU the
 devices are made by :func:`sodyn.use_cpu_cores`, called once before the first JAX computation.
 
+A plain ``jax.vmap`` of forward dynamics gets the same chunks without asking: its batching
+rule (:func:`chunked_when_vmapped`) runs a large CPU batch chunk by chunk.
+
 The chunk size adapts to the function: by default (``chunk_size=None``) it is the largest power
 of two up to :data:`MAX_CHUNK` whose chunk holds at most :data:`CHUNK_BYTES` of intermediates
 (both in :mod:`sodyn.runtime.tuning`), counted once per sample by tracing the function
@@ -33,9 +36,10 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.custom_batching import custom_vmap
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from sodyn.runtime.tuning import CHUNK_BYTES, MAX_CHUNK, MIN_CHUNK, SPLIT_FROM
+from sodyn.runtime.tuning import CHUNK_BYTES, MAX_CHUNK, MIN_CHUNK, SPLIT_FROM, VMAP_CHUNKS_FROM
 
 
 def _batch_devices(devices: str | Sequence[Any] | None) -> list:
@@ -273,3 +277,46 @@ def _chunked_vmap(fun: Callable, in_axes, chunk_size: int) -> Callable:
         return jax.tree_util.tree_map(lambda y: y.reshape((n_chunks * chunk_size,) + y.shape[2:])[:size], out)
 
     return batched
+
+
+def chunked_when_vmapped(fun: Callable) -> Callable:
+    """``fun`` (positional pytree arguments), whose ``jax.vmap`` over a large batch on the CPU
+    runs in chunks, one after the other (:func:`_chunked_vmap`), as :func:`batch` runs them.
+
+    A plain ``jax.vmap`` of a recursion evaluates each level over the whole batch, and past a
+    few thousand samples of a large tree its per-level arrays leave the cache.  Under
+    ``jax.vmap`` the returned function (a ``jax.custom_batching.custom_vmap``) finds the
+    automatic chunk size of ``fun`` (:func:`auto_chunk_size`) and, when the batch holds at least
+    :data:`~sodyn.runtime.tuning.VMAP_CHUNKS_FROM` chunks and JAX's default backend is the CPU,
+    maps over the chunks in a ``lax.scan``; otherwise it is ``jax.vmap(fun)``.  Called without
+    ``jax.vmap`` it is ``fun``.  It changes how the batch is evaluated, not what is computed.
+    Derivatives are the caller's to define (a ``custom_jvp`` around it): the chunked rule is not
+    differentiated.
+    """
+    wrapped = custom_vmap(fun)
+    chunks: dict = {}  # argument signature -> chunk size
+
+    @wrapped.def_vmap
+    def rule(axis_size: int, in_batched, *args):
+        leaves, tree = jax.tree_util.tree_flatten(args)
+        axes = tuple(0 if b else None for b in jax.tree_util.tree_leaves(in_batched))
+        if all(a is None for a in axes):
+            out = fun(*args)
+            return out, jax.tree_util.tree_map(lambda _: False, out)
+
+        def flat(*xs):
+            return fun(*jax.tree_util.tree_unflatten(tree, xs))
+
+        chunk = 0
+        if jax.default_backend() == "cpu" and axis_size >= VMAP_CHUNKS_FROM * MIN_CHUNK:
+            key = (tree, axes, _signature(leaves))
+            if key not in chunks:
+                chunks[key] = auto_chunk_size(flat, axes, *leaves)
+            chunk = chunks[key]
+        if chunk and axis_size >= VMAP_CHUNKS_FROM * chunk:
+            out = _chunked_vmap(flat, axes, chunk)(*leaves)
+        else:
+            out = jax.vmap(flat, in_axes=axes)(*leaves)
+        return out, jax.tree_util.tree_map(lambda _: True, out)
+
+    return wrapped
