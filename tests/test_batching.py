@@ -316,11 +316,12 @@ def test_automatic_chunk_size_follows_memory_per_sample():
 
 
 @pytest.mark.fast
-def test_a_large_plain_vmap_of_forward_dynamics_runs_in_chunks(monkeypatch):
-    """Under a plain ``jax.vmap``, a batch of at least ``VMAP_CHUNKS_FROM`` automatic chunks runs
-    chunk by chunk (:func:`~sodyn.runtime.batching.chunked_when_vmapped`; here 32-sample chunks,
-    the last one padded), with the values of the unchunked vmap, batched model parameters and
-    ``jax.grad`` included; smaller batches are not chunked."""
+def test_a_large_plain_vmap_of_the_dynamics_runs_in_chunks(monkeypatch):
+    """Under a plain ``jax.vmap``, forward and inverse dynamics, ``M`` and ``M⁻¹`` run chunk by
+    chunk once the batch holds ``VMAP_CHUNKS_FROM`` automatic chunks
+    (:func:`~sodyn.runtime.batching.chunked_when_vmapped`; here 32-sample chunks, the last one
+    padded), with the values and gradients of one sample at a time, batched model parameters
+    included; smaller batches are not chunked."""
     from sodyn.runtime import batching
     from sodyn.runtime.tuning import MIN_CHUNK, VMAP_CHUNKS_FROM
 
@@ -332,27 +333,31 @@ def test_a_large_plain_vmap_of_forward_dynamics_runs_in_chunks(monkeypatch):
     n = VMAP_CHUNKS_FROM * MIN_CHUNK + 9
     q, v, tau = (jax.random.normal(jax.random.PRNGKey(i), (n, 3)) for i in range(3))
     mass = model.mass * (1.0 + 0.1 * jax.random.uniform(jax.random.PRNGKey(3), (n, model.n_bodies)))
+    ops = {
+        "fd": lambda m, q, v, tau: sd.forward_dynamics(m, q, v, tau),
+        "id": lambda m, q, v, tau: sd.inverse_dynamics(m, q, v, tau),
+        "M": lambda m, q, v, tau: sd.mass_matrix(m, q) @ tau,
+        "Minv": lambda m, q, v, tau: sd.inverse_mass_matrix(m, q) @ tau,
+    }
+    picked = slice(0, n, 17)
+    for name, op in ops.items():
+        def with_mass(mass, q, v, tau, op=op):
+            return op(eqx.tree_at(lambda m: m.mass, model, mass), q, v, tau)
 
-    def fd(m, q, v, tau):
-        return sd.forward_dynamics(m, q, v, tau)
+        def loss(q, f=with_mass):
+            return jax.numpy.sum(jax.numpy.sin(jax.vmap(f)(mass, q, v, tau)))
 
-    def with_mass(mass, q, v, tau):
-        return fd(eqx.tree_at(lambda m: m.mass, model, mass), q, v, tau)
-
-    got = jax.jit(jax.vmap(fd, in_axes=(None, 0, 0, 0)))(model, q, v, tau)
-    assert sizes == [MIN_CHUNK]
-    expected = np.stack([jax.jit(fd)(model, q[i], v[i], tau[i]) for i in range(n)])
-    np.testing.assert_allclose(got, expected, rtol=1e-11, atol=1e-12)
-    got_mass = jax.jit(jax.vmap(with_mass))(mass, q, v, tau)
-    expected_mass = np.stack([jax.jit(with_mass)(mass[i], q[i], v[i], tau[i]) for i in range(0, n, 17)])
-    np.testing.assert_allclose(got_mass[::17], expected_mass, rtol=1e-11, atol=1e-12)
-    assert sizes == [MIN_CHUNK, MIN_CHUNK]
-    loss = lambda q: jax.numpy.sum(jax.numpy.sin(jax.vmap(fd, in_axes=(None, 0, 0, 0))(model, q, v, tau)))  # noqa: E731
-    grad = jax.jit(jax.grad(loss))(q)
-    one = jax.jit(jax.grad(lambda x, v, tau: jax.numpy.sum(jax.numpy.sin(fd(model, x, v, tau)))))
-    grad_loop = np.stack([one(q[i], v[i], tau[i]) for i in range(0, n, 17)])
-    np.testing.assert_allclose(grad[::17], grad_loop, rtol=1e-10, atol=1e-12)
-    calls = len(sizes)
-    small = q[: VMAP_CHUNKS_FROM * MIN_CHUNK - 1]
-    jax.jit(jax.vmap(fd, in_axes=(None, 0, 0, 0)))(model, small, small, small)
-    assert len(sizes) == calls  # below VMAP_CHUNKS_FROM chunks: one plain vmap
+        before = len(sizes)
+        got = jax.jit(jax.vmap(with_mass))(mass, q, v, tau)
+        grad = jax.jit(jax.grad(loss))(q)
+        assert sizes[before:] and set(sizes[before:]) == {MIN_CHUNK}, name
+        one = jax.jit(with_mass)
+        one_grad = jax.jit(jax.grad(lambda x, m, v, t: jax.numpy.sum(jax.numpy.sin(with_mass(m, x, v, t)))))
+        for i in range(n)[picked]:
+            np.testing.assert_allclose(got[i], one(mass[i], q[i], v[i], tau[i]), rtol=1e-11, atol=1e-12, err_msg=name)
+            np.testing.assert_allclose(grad[i], one_grad(q[i], mass[i], v[i], tau[i]), rtol=1e-10, atol=1e-12,
+                                       err_msg=name)
+        calls = len(sizes)
+        small = q[: VMAP_CHUNKS_FROM * MIN_CHUNK - 1]
+        jax.jit(jax.vmap(op, in_axes=(None, 0, 0, 0)))(model, small, small, small)
+        assert len(sizes) == calls, name  # below VMAP_CHUNKS_FROM chunks: one plain vmap

@@ -530,9 +530,14 @@ def inverse_mass_matrix(model: Model, q, *, convention: Convention = "local") ->
     With ``N = D⁻¹ [I − HψK]`` (the innovations ``ν`` of the unit vectors, Lemma 7.5),
     ``𝓜⁻¹ = N* D N = Σ_c ν_c(e_a) · D ν_c(e_b)``.  The unit vectors are swept together, each
     segment of levels carrying only the columns its subtrees can see, and the sum over ``c``
-    is formed per subtree (:mod:`sodyn.unit_columns`).
+    is formed per subtree (:mod:`sodyn.unit_columns`).  A large ``jax.vmap`` of it on the CPU
+    runs in cache-sized chunks (:func:`~sodyn.runtime.batching.chunked_when_vmapped`).
     """
-    q = check_vector(model, q, model.nq, "q")
+    _check_convention(convention)
+    return _INVERSE_MASS_MATRIX[convention](model, check_vector(model, q, model.nq, "q"))
+
+
+def _inverse_mass_matrix(model: Model, q, convention: str) -> jax.Array:
     frames = frames_for(model, prepare(model, q), convention)
     ab = riccati(model, frames)
 
@@ -551,6 +556,10 @@ def inverse_mass_matrix(model: Model, q, *, convention: Convention = "local") ->
         model.topology, [[o[0] for o in seg] for seg in per_segment], [[o[1] for o in seg] for seg in per_segment]
     )
     return 0.5 * (minv + minv.T)
+
+
+_INVERSE_MASS_MATRIX = {c: chunked_when_vmapped(functools.partial(_inverse_mass_matrix, convention=c))
+                        for c in CONVENTIONS}
 
 
 def log_det_mass_matrix(model: Model, q) -> jax.Array:

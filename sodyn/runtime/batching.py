@@ -12,8 +12,9 @@ local devices, ``sodyn.batch`` splits the batch evenly across them with ``jax.sh
 CPU batch runs on every core, as Pinocchio's ``abaInParallel`` does with threads.  On CPU the
 devices are made by :func:`sodyn.use_cpu_cores`, called once before the first JAX computation.
 
-A plain ``jax.vmap`` of forward dynamics gets the same chunks without asking: its batching
-rule (:func:`chunked_when_vmapped`) runs a large CPU batch chunk by chunk.
+A plain ``jax.vmap`` of forward or inverse dynamics, ``M`` or ``M⁻¹`` gets the same chunks
+without asking: their batching rule (:func:`chunked_when_vmapped`) runs a large CPU batch chunk
+by chunk.
 
 The chunk size adapts to the function: by default (``chunk_size=None``) it is the largest power
 of two up to :data:`MAX_CHUNK` whose chunk holds at most :data:`CHUNK_BYTES` of intermediates
@@ -290,8 +291,8 @@ def chunked_when_vmapped(fun: Callable) -> Callable:
     :data:`~sodyn.runtime.tuning.VMAP_CHUNKS_FROM` chunks and JAX's default backend is the CPU,
     maps over the chunks in a ``lax.scan``; otherwise it is ``jax.vmap(fun)``.  Called without
     ``jax.vmap`` it is ``fun``.  It changes how the batch is evaluated, not what is computed.
-    Derivatives are the caller's to define (a ``custom_jvp`` around it): the chunked rule is not
-    differentiated.
+    Derivatives are those of ``fun`` itself (a ``custom_jvp`` whose rule is ``jax.jvp(fun)``):
+    under differentiation, the batch is a plain ``jax.vmap``.
     """
     wrapped = custom_vmap(fun)
     chunks: dict = {}  # argument signature -> chunk size
@@ -319,4 +320,12 @@ def chunked_when_vmapped(fun: Callable) -> Callable:
             out = jax.vmap(flat, in_axes=axes)(*leaves)
         return out, jax.tree_util.tree_map(lambda _: True, out)
 
-    return wrapped
+    @jax.custom_jvp
+    def chunked(*args):
+        return wrapped(*args)
+
+    @chunked.defjvp
+    def _unchunked_jvp(primals, tangents):  # derivatives (and their primal) come from fun itself
+        return jax.jvp(fun, primals, tangents)
+
+    return chunked

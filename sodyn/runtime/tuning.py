@@ -31,9 +31,9 @@ SPLIT_FROM = 256
 #: constant, not a cache size.
 CHUNK_BYTES = 256 * 2**20
 
-#: A plain ``jax.vmap`` of forward dynamics on the CPU runs in automatic chunks
-#: (:func:`sodyn.runtime.batching.chunked_when_vmapped`) once its batch holds this many of
-#: them: below it the whole batch's working set is still near the cache, and one program over
+#: A plain ``jax.vmap`` of forward or inverse dynamics, ``M`` or ``M⁻¹`` on the CPU runs in
+#: automatic chunks (:func:`sodyn.runtime.batching.chunked_when_vmapped`) once its batch holds
+#: this many of them: below it the whole batch's working set is still near the cache, and one program over
 #: the whole batch keeps XLA:CPU's intra-op threads busy, which a loop over chunks may not.
 VMAP_CHUNKS_FROM = 8
 
