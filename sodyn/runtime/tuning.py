@@ -33,8 +33,9 @@ CHUNK_BYTES = 256 * 2**20
 
 #: A plain ``jax.vmap`` of forward or inverse dynamics, ``M`` or ``M⁻¹`` on the CPU runs in
 #: automatic chunks (:func:`sodyn.runtime.batching.chunked_when_vmapped`) once its batch holds
-#: this many of them: below it the whole batch's working set is still near the cache, and one program over
-#: the whole batch keeps XLA:CPU's intra-op threads busy, which a loop over chunks may not.
+#: this many of them: below it the whole batch's working set is still near the cache, and one
+#: program over the whole batch keeps XLA:CPU's intra-op threads busy, which a loop over chunks
+#: may not.
 VMAP_CHUNKS_FROM = 8
 
 # -- the sweeps (sodyn.topology, sodyn.sweeps) ----------------------------------------------
