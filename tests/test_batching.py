@@ -327,7 +327,7 @@ def test_a_large_plain_vmap_of_the_dynamics_runs_in_chunks(monkeypatch):
 
     sizes = []
     chunked_vmap = batching._chunked_vmap
-    monkeypatch.setattr(batching, "auto_chunk_size", lambda *args: MIN_CHUNK)
+    monkeypatch.setattr(batching, "_chunk_for_bytes", lambda per_sample: MIN_CHUNK)
     monkeypatch.setattr(batching, "_chunked_vmap", lambda f, axes, c: sizes.append(c) or chunked_vmap(f, axes, c))
     model = pendulum_chain(3)
     n = VMAP_CHUNKS_FROM * MIN_CHUNK + 9

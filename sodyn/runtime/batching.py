@@ -38,6 +38,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.custom_batching import custom_vmap
+from jax.extend.core import jaxpr_as_fun
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from sodyn.runtime.tuning import CHUNK_BYTES, MAX_CHUNK, MIN_CHUNK, SPLIT_FROM, VMAP_CHUNKS_FROM
@@ -286,16 +287,18 @@ def chunked_when_vmapped(fun: Callable) -> Callable:
 
     A plain ``jax.vmap`` of a recursion evaluates each level over the whole batch, and past a
     few thousand samples of a large tree its per-level arrays leave the cache.  Under
-    ``jax.vmap`` the returned function (a ``jax.custom_batching.custom_vmap``) finds the
-    automatic chunk size of ``fun`` (:func:`auto_chunk_size`) and, when the batch holds at least
-    :data:`~sodyn.runtime.tuning.VMAP_CHUNKS_FROM` chunks and JAX's default backend is the CPU,
-    maps over the chunks in a ``lax.scan``; otherwise it is ``jax.vmap(fun)``.  Called without
-    ``jax.vmap`` it is ``fun``.  It changes how the batch is evaluated, not what is computed.
+    ``jax.vmap`` on the CPU, with a batch of at least
+    ``VMAP_CHUNKS_FROM · MIN_CHUNK`` samples (:mod:`sodyn.runtime.tuning`), the returned function
+    (a ``jax.custom_batching.custom_vmap``) traces ``fun`` once on one sample, which gives its
+    automatic chunk size (as :func:`auto_chunk_size`) and its program; a batch of at least
+    ``VMAP_CHUNKS_FROM`` chunks maps that program over the chunks in a ``lax.scan``, a smaller
+    one vmaps it whole.  Otherwise it is ``jax.vmap(fun)``, and called without ``jax.vmap`` it is
+    ``fun``.  It changes how the batch is evaluated, not what is computed.
     Derivatives are those of ``fun`` itself (a ``custom_jvp`` whose rule is ``jax.jvp(fun)``):
     under differentiation, the batch is a plain ``jax.vmap``.
     """
     wrapped = custom_vmap(fun)
-    chunks: dict = {}  # argument signature -> chunk size
+    traced: dict = {}  # per-sample signature -> (jaxpr of one sample, its output tree, chunk size)
 
     @wrapped.def_vmap
     def rule(axis_size: int, in_batched, *args):
@@ -308,16 +311,24 @@ def chunked_when_vmapped(fun: Callable) -> Callable:
         def flat(*xs):
             return fun(*jax.tree_util.tree_unflatten(tree, xs))
 
-        chunk = 0
-        if jax.default_backend() == "cpu" and axis_size >= VMAP_CHUNKS_FROM * MIN_CHUNK:
-            key = (tree, axes, _signature(leaves))
-            if key not in chunks:
-                chunks[key] = auto_chunk_size(flat, axes, *leaves)
-            chunk = chunks[key]
-        if chunk and axis_size >= VMAP_CHUNKS_FROM * chunk:
-            out = _chunked_vmap(flat, axes, chunk)(*leaves)
-        else:
+        if jax.default_backend() != "cpu" or axis_size < VMAP_CHUNKS_FROM * MIN_CHUNK:
             out = jax.vmap(flat, in_axes=axes)(*leaves)
+            return out, jax.tree_util.tree_map(lambda _: True, out)
+        sample = [jax.ShapeDtypeStruct(x.shape[1:] if a == 0 else x.shape, x.dtype) for x, a in zip(leaves, axes)]
+        key = (tree, axes, _signature(sample))
+        if key not in traced:  # one trace of fun gives both the chunk size and the program
+            closed, shapes = jax.make_jaxpr(flat, return_shape=True)(*sample)
+            chunk = _chunk_for_bytes(intermediate_bytes(closed.jaxpr))
+            traced[key] = (closed, jax.tree_util.tree_structure(shapes), chunk)
+        closed, out_tree, chunk = traced[key]
+
+        def evaluate(*xs):
+            return jax.tree_util.tree_unflatten(out_tree, jaxpr_as_fun(closed)(*xs))
+
+        if axis_size >= VMAP_CHUNKS_FROM * chunk:
+            out = _chunked_vmap(evaluate, axes, chunk)(*leaves)
+        else:
+            out = jax.vmap(evaluate, in_axes=axes)(*leaves)
         return out, jax.tree_util.tree_map(lambda _: True, out)
 
     @jax.custom_jvp
