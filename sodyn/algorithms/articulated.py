@@ -350,16 +350,13 @@ def _forward_dynamics(model: Model, q, v, tau, f_ext, added, convention: str):
     return _ACCELERATIONS[convention](model, q, v, tau, f_ext, added)
 
 
-def _accelerations(convention: str):
-    def qdd(model: Model, q, v, tau, f_ext, added):
-        return _articulated_forward(model, q, v, tau, f_ext, convention, added)[0]
-
-    return qdd
+def _accelerations(model: Model, q, v, tau, f_ext, added, convention: str) -> jax.Array:
+    return _articulated_forward(model, q, v, tau, f_ext, convention, added)[0]
 
 
 #: Per convention, ``θ̈`` of the fused ABA; a large ``jax.vmap`` of it on the CPU runs in
 #: cache-sized chunks (:func:`~sodyn.runtime.batching.chunked_when_vmapped`).
-_ACCELERATIONS = {c: chunked_when_vmapped(_accelerations(c)) for c in CONVENTIONS}
+_ACCELERATIONS = {c: chunked_when_vmapped(functools.partial(_accelerations, convention=c)) for c in CONVENTIONS}
 
 
 @_forward_dynamics.defjvp

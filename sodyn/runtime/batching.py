@@ -195,14 +195,15 @@ def _chunk_for_bytes(per_sample: int) -> int:
     return chunk
 
 
+def _one_sample(x, axis: int | None) -> jax.ShapeDtypeStruct:
+    """The shape and dtype of one sample of ``x``, batched along ``axis`` (``0`` or ``None``)."""
+    return jax.ShapeDtypeStruct(x.shape[1:] if axis == 0 else x.shape, x.dtype)
+
+
 def _sample_jaxpr(fun: Callable, in_axes, args):
     """The jaxpr of ``fun`` on one sample of ``args`` (batched along ``in_axes``): a trace, no computation."""
     axes, _ = _batch_axes(in_axes, args)
-
-    def one(x, ax):
-        return jax.ShapeDtypeStruct(x.shape[1:] if ax == 0 else x.shape, x.dtype)
-
-    sample = [jax.tree_util.tree_map(lambda x, ax=ax: one(x, ax), a) for ax, a in zip(axes, args)]
+    sample = [jax.tree_util.tree_map(lambda x, ax=ax: _one_sample(x, ax), a) for ax, a in zip(axes, args)]
     return jax.make_jaxpr(fun)(*sample).jaxpr
 
 
@@ -314,7 +315,7 @@ def chunked_when_vmapped(fun: Callable) -> Callable:
         if jax.default_backend() != "cpu" or axis_size < VMAP_CHUNKS_FROM * MIN_CHUNK:
             out = jax.vmap(flat, in_axes=axes)(*leaves)
             return out, jax.tree_util.tree_map(lambda _: True, out)
-        sample = [jax.ShapeDtypeStruct(x.shape[1:] if a == 0 else x.shape, x.dtype) for x, a in zip(leaves, axes)]
+        sample = [_one_sample(x, a) for x, a in zip(leaves, axes)]
         key = (tree, axes, _signature(sample))
         if key not in traced:  # one trace of fun gives both the chunk size and the program
             closed, shapes = jax.make_jaxpr(flat, return_shape=True)(*sample)
