@@ -252,12 +252,10 @@ def _jacobian_columns(model: Model, axes: list[jax.Array], terms: _RowTerms) -> 
     dtype = terms.wrench1.dtype
     m1 = _ancestor_slots(topo, terms.body1)
     m2 = _ancestor_slots(topo, terms.body2)
-    out = []
-    for h, (_, s0, s1) in zip(axes, topo.kernel_slots):
-        c1 = contract("...wdi,...ci->...wcd", h, terms.wrench1) * jnp.asarray(m1[s0:s1, :, None], dtype)
-        c2 = contract("...wdi,...ci->...wcd", h, terms.wrench2) * jnp.asarray(m2[s0:s1, :, None], dtype)
-        out.append(c1 - c2)
-    return out
+    # per slot, the rows' wrench on the bodies the slot supports: w₁ (body 1), −w₂ (body 2)
+    wrench = jnp.asarray(m1[:, :, None], dtype) * terms.wrench1 - jnp.asarray(m2[:, :, None], dtype) * terms.wrench2
+    return [contract("...wdi,...wci->...wcd", h, wrench[None, s0:s1])
+            for h, (_, s0, s1) in zip(axes, topo.kernel_slots)]
 
 
 def _poses_and_motions(model: Model, q, v) -> tuple[Levels, PosesAndMotions]:
@@ -321,7 +319,8 @@ def _proximal_solve(a: jax.Array, rhs: jax.Array, rho: jax.Array, iterations: in
     """``iterations`` proximal-point steps ``(A + ρI) λ⁺ = rhs + ρ λ`` from ``λ = 0`` on one
     Cholesky factor ``A + ρI = L Lᵀ`` (a small dense solve outside the recursions).  Up to
     :data:`~sodyn.runtime.tuning.SMALL_SOLVE` rows the factor and ``L⁻¹`` are formed entry by
-    entry and each step is ``λ⁺ = L⁻ᵀ (L⁻¹ (rhs + ρ λ))``; larger systems use LAPACK."""
+    entry, then ``W = (A + ρI)⁻¹ = L⁻ᵀ L⁻¹`` once, so each step is one product
+    ``λ⁺ = W (rhs + ρ λ)``; larger systems use LAPACK."""
     n = a.shape[0]
     a = a + rho * jnp.eye(n, dtype=a.dtype)
     if n > SMALL_SOLVE:
@@ -329,9 +328,12 @@ def _proximal_solve(a: jax.Array, rhs: jax.Array, rho: jax.Array, iterations: in
         return jax.lax.fori_loop(0, iterations, lambda _, lam: jax.scipy.linalg.cho_solve(factor, rhs + rho * lam),
                                  jnp.zeros_like(rhs))
     x = _cholesky_inverse(a)
-    lam = spatial.mtv(x, spatial.mv(x, rhs))
+    if iterations == 1:
+        return spatial.mtv(x, spatial.mv(x, rhs))
+    w = contract("...ki,...kj->...ij", x, x)  # (A + ρI)⁻¹ = L⁻ᵀ L⁻¹
+    lam = spatial.mv(w, rhs)
     for _ in range(iterations - 1):
-        lam = spatial.mtv(x, spatial.mv(x, rhs + rho * lam))
+        lam = spatial.mv(w, rhs + rho * lam)
     return lam
 
 
