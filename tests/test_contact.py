@@ -69,9 +69,12 @@ def setup():
     return dict(mj=mj, model=model, qpos=qpos, q=q, v=v, contact=GroundContact.from_model(model))
 
 
+_forward_kinematics = jax.jit(sd.forward_kinematics)
+
+
 def contact_points_world(model, contact, q):
     """World centres ``p`` and contact points ``p_c = p − r n`` by sodyn's forward kinematics."""
-    fk = sd.forward_kinematics(model, q)
+    fk = _forward_kinematics(model, q)
     body = np.asarray(contact.body)
     r, o = np.asarray(fk.body.rotation)[body], np.asarray(fk.body.translation)[body]
     p = np.einsum("pij,pj->pi", r, np.asarray(contact.position)) + o
@@ -126,7 +129,7 @@ def test_points_at_frames(setup):
     contact = GroundContact.at_frames(model, ["toe", "torso"], offsets, radius=[0.01, 0.0], plane=([0, 0, 1], 0.2))
     assert contact.names == ("toe", "torso") and contact.body == (1, 0)
     p, _ = contact_points_world(model, contact, q)
-    fk = sd.forward_kinematics(model, q)
+    fk = _forward_kinematics(model, q)
     for i, f in enumerate(["toe", "torso"]):
         k = model.frame_id(f)
         want = np.asarray(fk.frame.rotation[k]) @ offsets[i] + np.asarray(fk.frame.translation[k])
@@ -181,9 +184,9 @@ def dense(setup, request):
     contact = eqx.tree_at(lambda c: c.height, contact, jnp.asarray(np.median(d) + 2e-3))
     dt = 2e-3
     names = list(model.body_names)
-    jac_w = np.asarray(sd.frame_jacobians(model, q, names, "world_aligned"))  # (nb, 6, nv) at body origins
-    jac_l = np.asarray(sd.frame_jacobians(model, q, names, "local"))
-    origin = np.asarray(sd.forward_kinematics(model, q).body.translation)
+    jac_w, jac_l, origin = (np.asarray(x) for x in jax.jit(lambda q: (
+        sd.frame_jacobians(model, q, names, "world_aligned"),  # (nb, 6, nv) at body origins
+        sd.frame_jacobians(model, q, names, "local"), sd.forward_kinematics(model, q).body.translation))(q))
     body = np.asarray(contact.body)
     arm = pc - origin[body]
     skew = np.asarray(sd.spatial.skew(jnp.asarray(arm)))
@@ -292,7 +295,7 @@ def test_gradients_finite_and_match_central_differences():
         assert all(np.all(np.isfinite(g)) for g in grad(q, v, k, mu))
     q = np.concatenate([0.046 * n + [0.01, 0.0, 0.0], [0.98, 0.1, 0.1, 0.1], [0.2]])
     v = np.array([0.1, -0.2, 0.3, 0.2, 0.1, -0.05, 0.4])
-    assert float(contact_terms(model, contact, q, v).penetration[0]) > 2e-3
+    assert float(jax.jit(lambda q, v: contact_terms(model, contact, q, v).penetration[0])(q, v)) > 2e-3
     g = grad(q, v, k, mu)
     for i, x in enumerate((q, v, k, mu)):
         x = np.asarray(x, np.float64)
@@ -390,16 +393,21 @@ def test_added_inertia_in_forward_dynamics(setup, dense):
         pytest.skip("sodyn.forward_dynamics has no added_inertia argument yet")
     model, q, t, jac_l = dense["model"], setup["q"], dense["implicit"], dense["jac_l"]
     tau = np.random.default_rng(3).normal(size=model.nv)
-    rot = np.asarray(sd.forward_kinematics(model, q).body.rotation)
-    g_body = np.concatenate([np.zeros((model.n_bodies, 3)), np.einsum("kji,j->ki", rot, model.gravity)], -1)
     b_k, f_k = np.asarray(t.added_inertia), np.asarray(t.f_ext)
-    lhs = np.asarray(sd.mass_matrix(model, q)) + np.einsum("kin,kij,kjm->nm", jac_l, b_k, jac_l)
+    zero = jnp.zeros(model.nv)
+
+    @jax.jit
+    def engine_and_terms(v):
+        return (sd.forward_dynamics(model, q, v, tau, f_k, added_inertia=b_k), sd.mass_matrix(model, q),
+                sd.forward_kinematics(model, q).body.rotation, sd.body_accelerations(model, q, v, zero),
+                sd.inverse_dynamics(model, q, v, zero))
+
     for v in (np.zeros(model.nv), setup["v"]):
-        alpha0 = np.asarray(sd.body_accelerations(model, q, v, np.zeros(model.nv)))
+        a, m, rot, alpha0, bias = (np.asarray(x) for x in engine_and_terms(jnp.asarray(v)))
+        g_body = np.concatenate([np.zeros((model.n_bodies, 3)), np.einsum("kji,j->ki", rot, model.gravity)], -1)
+        lhs = m + np.einsum("kin,kij,kjm->nm", jac_l, b_k, jac_l)
         wrench = f_k + np.einsum("kij,kj->ki", b_k, g_body - alpha0)
-        rhs = tau - np.asarray(sd.inverse_dynamics(model, q, v, np.zeros(model.nv))) + np.einsum("kin,ki->n", jac_l,
-                                                                                               wrench)
-        a = sd.forward_dynamics(model, q, v, tau, f_k, added_inertia=b_k)
+        rhs = tau - bias + np.einsum("kin,ki->n", jac_l, wrench)
         assert rel_err(a, np.linalg.solve(lhs, rhs)) < 1e-8
 
 
