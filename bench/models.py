@@ -21,6 +21,10 @@ CHAIN_RADIUS = 0.02
 
 
 def robots_dir() -> str:
+    """The ``example-robot-data`` robots folder: ``$SODYN_ROBOTS_DIR`` if set (a copy of the
+    URDFs, e.g. on a machine without the package), else the installed package's."""
+    if os.environ.get("SODYN_ROBOTS_DIR"):
+        return os.environ["SODYN_ROBOTS_DIR"]
     cands = []
     for base in sys.path + [sys.prefix]:
         cands += glob.glob(os.path.join(base, "cmeel.prefix", "share", "example-robot-data", "robots"))
