@@ -32,6 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from sodyn.model import WORLD, Model
+from sodyn.runtime.precision import full_precision
 
 KINDS: tuple[str, ...] = ("weld", "point", "distance")
 ROWS: dict[str, int] = {"weld": 6, "point": 3, "distance": 1}
@@ -87,6 +88,7 @@ class LoopClosures(eqx.Module):
     # -- constructors -----------------------------------------------------------------
 
     @classmethod
+    @full_precision
     def weld(cls, model: Model, frame1, frame2, *, rotation=None, anchor1=None, anchor2=None, q=None,
              name: str | None = None) -> LoopClosures:
         """Weld ``frame1`` to ``frame2`` (6 rows): ``anchor1`` (default the origin of frame 1)
@@ -108,6 +110,7 @@ class LoopClosures(eqx.Module):
         return cls._one("weld", f1, f2, a1, a2, rel, jnp.zeros((), a1.dtype), name, model)
 
     @classmethod
+    @full_precision
     def point(cls, model: Model, frame1, frame2, *, anchor1=None, anchor2=None, q=None,
               name: str | None = None) -> LoopClosures:
         """Point ``anchor1`` of ``frame1`` coincides with ``anchor2`` of ``frame2`` (3 rows; a
@@ -123,6 +126,7 @@ class LoopClosures(eqx.Module):
         return cls._one("point", f1, f2, a1, a2, jnp.eye(3, dtype=a1.dtype), jnp.zeros((), a1.dtype), name, model)
 
     @classmethod
+    @full_precision
     def distance(cls, model: Model, frame1, frame2, distance=None, *, anchor1=None, anchor2=None, q=None,
                  name: str | None = None) -> LoopClosures:
         """``|p_a − p_b| = distance`` between ``anchor1`` of ``frame1`` and ``anchor2`` of

@@ -22,6 +22,7 @@ from sodyn.algorithms.common import check_vector
 from sodyn.algorithms.operational_space import operational_space_dynamics
 from sodyn.configuration import difference
 from sodyn.model import Model
+from sodyn.runtime.precision import full_precision
 
 
 class OSCOutput(NamedTuple):
@@ -46,6 +47,7 @@ def posture_torque(model: Model, q, v, q_ref, kp, kd) -> jax.Array:
     return kp * difference(model, q, q_ref) - kd * v
 
 
+@full_precision
 def osc_torque(
     model: Model, q, v, tasks, task_acceleration, null_torque=None, regularization=0.0, f_ext=None
 ) -> OSCOutput:

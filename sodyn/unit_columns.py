@@ -37,6 +37,7 @@ import numpy as np
 
 from sodyn.contraction import contract
 from sodyn.joints import NV
+from sodyn.runtime.precision import full_precision
 from sodyn.runtime.tuning import BLOCK_PRODUCT_MATMUL_SIZE
 from sodyn.topology import Topology
 
@@ -229,6 +230,7 @@ def _block_index(topo: Topology, where: list[_Slot], sub: list[list[int]], colum
     return index
 
 
+@full_precision
 def sum_of_column_products(topo: Topology, a: list[tuple], b: list[tuple]) -> jax.Array:
     """``Σ_c A_c(e_i) · B_c(e_j)`` ``(nv, nv)``, summed over every dof ``c``, from per-segment,
     per-kernel sweep outputs ``(L_s, w_sk, C_s, nv_k)`` of :func:`sodyn.sweeps.gather` with
@@ -280,6 +282,7 @@ def _block_diagonal(placed: list[tuple[int, jax.Array]], nv: int, dtype) -> jax.
     return jnp.concatenate(rows, axis=0)
 
 
+@full_precision
 def _block_products(x: jax.Array, y: jax.Array) -> jax.Array:
     """``Σ_{ℓ, i} x[ℓ, w, c, i] y[ℓ, w, d, i]`` ``(w, C, C)`` for ``(L, w, C, nv_k)`` inputs."""
     if x.size * x.shape[2] > BLOCK_PRODUCT_MATMUL_SIZE:

@@ -6,7 +6,8 @@ runs a smaller problem, and executes every cell; a failing cell, an ``assert`` i
 included, fails the test.  The notebooks' assertions are the same in CI and at full size.
 The kernel is this interpreter's (``ipykernel``), started with this process's environment, so
 it sees the XLA flags ``tests/conftest.py`` set; figures come back as PNG outputs (the inline
-backend needs no display).
+backend needs no display).  Without ``nbformat`` and ``nbclient`` (the ``test`` extra), the
+notebook tests are skipped.
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import nbformat
-from nbclient import NotebookClient
+import pytest
+
+nbformat = pytest.importorskip("nbformat")
+NotebookClient = pytest.importorskip("nbclient").NotebookClient
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 

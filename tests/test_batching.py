@@ -321,7 +321,7 @@ def test_a_large_plain_vmap_of_the_dynamics_runs_in_chunks(monkeypatch):
     chunk once the batch holds ``VMAP_CHUNKS_FROM`` automatic chunks
     (:func:`~sodyn.runtime.batching.chunked_when_vmapped`; here 32-sample chunks, the last one
     padded), with the values and gradients of one sample at a time, batched model parameters
-    included; smaller batches are not chunked."""
+    included; smaller batches are not chunked.  Other backends (a GPU) run one plain vmap."""
     from sodyn.runtime import batching
     from sodyn.runtime.tuning import MIN_CHUNK, VMAP_CHUNKS_FROM
 
@@ -350,7 +350,10 @@ def test_a_large_plain_vmap_of_the_dynamics_runs_in_chunks(monkeypatch):
         before = len(sizes)
         got = jax.jit(jax.vmap(with_mass))(mass, q, v, tau)
         grad = jax.jit(jax.grad(loss))(q)
-        assert sizes[before:] and set(sizes[before:]) == {MIN_CHUNK}, name
+        if jax.default_backend() == "cpu":
+            assert sizes[before:] and set(sizes[before:]) == {MIN_CHUNK}, name
+        else:
+            assert not sizes[before:], name
         one = jax.jit(with_mass)
         one_grad = jax.jit(jax.grad(lambda x, m, v, t: jax.numpy.sum(jax.numpy.sin(with_mass(m, x, v, t)))))
         for i in range(n)[picked]:

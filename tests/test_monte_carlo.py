@@ -189,6 +189,36 @@ def test_progress_bar_for_chunked_runs_and_none_with_progress_false(monkeypatch,
     assert capsys.readouterr().err == ""
 
 
+class _Device:
+    def __init__(self, stats):
+        self.stats = stats
+
+    def memory_stats(self):
+        return self.stats
+
+
+def test_accelerator_chunks_fill_a_quarter_of_the_device_memory(monkeypatch):
+    """On an accelerator the default chunk holds as many samples as a quarter of the device's
+    memory does at the rollout's per-sample working set (1024 without a memory figure); the
+    samples' results are the CPU default's."""
+    from sodyn.runtime.tuning import MONTE_CARLO_CPU_CHUNK
+
+    assert mc.accelerator_chunk(_Device({"bytes_limit": 4 * 10**9}), 10**5) == 10**4
+    assert mc.accelerator_chunk(_Device({"bytes_limit": 4 * 10**3}), 10**5) == 1
+    assert mc.accelerator_chunk(_Device(None), 10**5) == MONTE_CARLO_CPU_CHUNK
+    model = sd.models.pendulum_chain(2)
+    run = lambda: mc.monte_carlo(model, {"model.mass": mc.uniform_scale(0.8, 1.2)}, None, None, 0.01, 3, 10,  # noqa: E731
+                                 jax.random.PRNGKey(0), progress=False, keep="final", devices=None)
+    cpu = run()
+    sizes = []
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    monkeypatch.setattr(mc, "accelerator_chunk", lambda device, per_sample: sizes.append(per_sample) or 4)
+    gpu = run()
+    assert len(sizes) == 1 and sizes[0] > 0
+    np.testing.assert_allclose(gpu.final.q, cpu.final.q, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(gpu.params["model.mass"], cpu.params["model.mass"])
+
+
 # ---------------------------------------------------------------------------
 # samplers
 # ---------------------------------------------------------------------------

@@ -81,6 +81,7 @@ from sodyn.algorithms.kinematics import (
 from sodyn.constraints import LoopClosures
 from sodyn.contraction import contract
 from sodyn.model import WORLD, Model
+from sodyn.runtime.precision import full_precision
 from sodyn.runtime.tuning import FORWARD_UNROLL, SMALL_SOLVE
 from sodyn.static_index import take
 from sodyn.topology import dofs_from_levels, dofs_to_levels, to_levels
@@ -195,6 +196,7 @@ def _row_terms(model: Model, closures: LoopClosures, pm: PosesAndMotions) -> _Ro
     dtype = s1.point.dtype
     eye, zero = jnp.eye(3, dtype=dtype), jnp.zeros((3, 3), dtype)
 
+    @full_precision
     def point_wrenches(s):  # (n, 3, 6): rows [p × e_i; e_i]
         return jnp.concatenate([-spatial.skew(s.point), jnp.broadcast_to(eye, s.point.shape + (3,))], axis=-1)
 
@@ -374,6 +376,7 @@ def _stabilization(stabilization, dtype) -> tuple[jax.Array, jax.Array]:
     return jnp.asarray(alpha, dtype), jnp.asarray(beta, dtype)
 
 
+@full_precision
 def constrained_forward_dynamics(
     model: Model, q, v, tau, constraints: LoopClosures, *, method: str = "augmented", f_ext=None,
     stabilization: tuple[float, float] | None = None, acceleration_target=None, regularization: float | None = None,
@@ -462,6 +465,7 @@ def _augmented(model: Model, levels: Levels, pm: PosesAndMotions, v, tau, f_ext,
     return qdd, lam, error + spatial.mv(a, lam)
 
 
+@full_precision
 def _projected(model, q, v, tau, f_ext, g, target):
     from sodyn.algorithms.inverse_dynamics import bias_forces
     from sodyn.algorithms.mass_matrix import mass_matrix

@@ -68,6 +68,7 @@ from sodyn.algorithms.common import (
 )
 from sodyn.algorithms.operational_space import task_jacobian, task_jdot_v
 from sodyn.model import Model
+from sodyn.runtime.precision import full_precision
 from sodyn.runtime.tuning import FORWARD_UNROLL
 from sodyn.sweeps import gather, scatter
 from sodyn.topology import dofs_from_levels, dofs_to_levels
@@ -222,6 +223,7 @@ def _acceleration_map(model: Model, q: jax.Array, mask: np.ndarray) -> jax.Array
     return jax.vmap(column, in_axes=1, out_axes=1)(units)
 
 
+@full_precision
 def underactuated_jacobians(model: Model, q, prescribed, tasks) -> UnderactuatedJacobians:
     """The generalized Jacobian ``𝒥_G`` and disturbance Jacobian ``𝒥_D`` of the tasks (Jain
     §16.3, Alg. 16.3) at ``q``, for the prescribed dofs ``prescribed`` (static ``(nv,)``
@@ -240,6 +242,7 @@ def underactuated_jacobians(model: Model, q, prescribed, tasks) -> Underactuated
     return UnderactuatedJacobians(task_jacobian(model, q, tasks) @ x, x[np.flatnonzero(~mask)])
 
 
+@full_precision
 def underactuated_computed_torque(model: Model, q, v, prescribed, tasks, task_acceleration, tau_free,
                                   f_ext=None) -> HybridResult:
     """Computed torque for an under-actuated system (Jain Alg. 16.4): the prescribed

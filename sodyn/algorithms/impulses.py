@@ -32,6 +32,7 @@ import jax.numpy as jnp
 from sodyn.algorithms import operational_space as osm
 from sodyn.algorithms.common import check_vector
 from sodyn.model import Model
+from sodyn.runtime.precision import full_precision
 
 
 class ImpactResult(NamedTuple):
@@ -72,6 +73,7 @@ def _directions(tasks, directions, dtype) -> jax.Array:
     return jnp.stack(cols, axis=1)
 
 
+@full_precision
 def simultaneous_impulses(
     model: Model, q, v, contacts, directions, restitution=0.0, regularization=0.0
 ) -> ImpactResult:

@@ -30,6 +30,7 @@ from sodyn.algorithms.common import (
 )
 from sodyn.contraction import contract
 from sodyn.model import Model
+from sodyn.runtime.precision import full_precision
 from sodyn.runtime.tuning import MASKED_VELOCITY_SLOTS
 from sodyn.sweeps import in_slots, scatter
 from sodyn.topology import dofs_from_levels, dofs_to_levels, from_levels
@@ -418,6 +419,7 @@ def kinetic_energy(model: Model, q, v) -> jax.Array:
     return 0.5 * jnp.sum(e * mask) + 0.5 * jnp.sum(armature * v * v)
 
 
+@full_precision
 def potential_energy(model: Model, q) -> jax.Array:
     """Gravitational potential energy ``−Σ m_k gᵀ c_k`` (world centres of mass ``c_k``)."""
     fk = forward_kinematics(model, q)

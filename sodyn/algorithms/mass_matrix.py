@@ -35,6 +35,7 @@ from sodyn.algorithms.kinematics import centred_world_poses_levels, world_subspa
 from sodyn.contraction import contract
 from sodyn.model import Model
 from sodyn.runtime.batching import chunked_when_vmapped
+from sodyn.runtime.precision import full_precision
 from sodyn.runtime.tuning import BLOCK_PRODUCT_MATMUL_SIZE
 from sodyn.spatial import apply_inertia, world_inertia_parameters
 from sodyn.sweeps import gather, in_slots
@@ -98,6 +99,7 @@ def _mass_matrix(model: Model, q) -> jax.Array:
 _mass_matrix_in_chunks = chunked_when_vmapped(_mass_matrix)
 
 
+@full_precision
 def _pairs(axes: jax.Array, f: jax.Array) -> jax.Array:
     """``axes fᵀ`` ``(nv, nv)``: one ``dot_general`` above
     :data:`~sodyn.runtime.tuning.BLOCK_PRODUCT_MATMUL_SIZE` multiply-adds, else one

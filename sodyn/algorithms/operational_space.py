@@ -68,6 +68,7 @@ from sodyn.algorithms.common import Levels, check_vector, model_params, prepare,
 from sodyn.algorithms.kinematics import classical_term, forward_kinematics, frame_jacobians, frame_motions
 from sodyn.contraction import contract
 from sodyn.model import Model
+from sodyn.runtime.precision import full_precision
 from sodyn.sweeps import gather, in_slots, scatter
 from sodyn.topology import (
     AncestorSubtree,
@@ -519,6 +520,7 @@ def task_jacobian(model: Model, q, tasks) -> jax.Array:
     return stacked_task_jacobian(model, q, tasks, _task_rotations(model, q, tasks))
 
 
+@full_precision
 def dynamically_consistent_inverse(model: Model, q, tasks, regularization=0.0) -> jax.Array:
     """``J̄ = 𝓜⁻¹ J* Λ`` ``(nv, m)`` (Khatib's dynamically consistent generalized inverse).
 
@@ -565,6 +567,7 @@ def operational_space_bias(model: Model, q, v, tasks, regularization=0.0, f_ext=
     return operational_space_dynamics(model, q, v, tasks, regularization, f_ext).bias
 
 
+@full_precision
 def operational_space_dynamics(model: Model, q, v, tasks, regularization=0.0, f_ext=None) -> OperationalSpaceDynamics:
     """All operational-space quantities at once, sharing one set of sweeps."""
     from sodyn.algorithms.inverse_dynamics import bias_forces

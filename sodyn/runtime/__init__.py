@@ -11,6 +11,8 @@ Nothing here changes a result beyond floating-point rounding; each module tunes 
 * :mod:`~sodyn.runtime.allocator`: :func:`reuse_freed_memory`, glibc's ``malloc`` keeping large
   freed buffers (or the ``MALLOC_*`` environment variables it documents);
 * :mod:`~sodyn.runtime.trig`: ``sincos``, sine and cosine that XLA:CPU vectorises;
+* :mod:`~sodyn.runtime.precision`: ``full_precision``, matrix products at ``Precision.HIGHEST``
+  (no TensorFloat-32 on GPUs);
 * :mod:`~sodyn.runtime.tuning`: every threshold that picks how a program runs.
 
 ``jit``, ``batch`` and ``use_cpu_cores`` are also ``sodyn.jit``, ``sodyn.batch`` and

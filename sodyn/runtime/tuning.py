@@ -31,6 +31,16 @@ SPLIT_FROM = 256
 #: constant, not a cache size.
 CHUNK_BYTES = 256 * 2**20
 
+#: Host chunks of :func:`sodyn.simulate.monte_carlo` (``chunk=None``): samples per device on the
+#: CPU, where :func:`sodyn.batch` then maps each chunk in cache-sized pieces.
+MONTE_CARLO_CPU_CHUNK = 1024
+
+#: On an accelerator, :func:`sodyn.simulate.monte_carlo`'s default chunk is as many samples per
+#: device as fit this fraction of the device's memory at the rollout's
+#: :func:`~sodyn.runtime.batching.intermediate_bytes` per sample (an overestimate: it counts
+#: fused values too): a GPU runs a whole large batch faster in one program than in host chunks.
+MONTE_CARLO_MEMORY_FRACTION = 0.25
+
 #: A plain ``jax.vmap`` of forward or inverse dynamics, ``M`` or ``M⁻¹`` on the CPU runs in
 #: automatic chunks (:func:`sodyn.runtime.batching.chunked_when_vmapped`) once its batch holds
 #: this many of them: below it the whole batch's working set is still near the cache, and one

@@ -57,9 +57,11 @@ from sodyn.algorithms.kinematics import forward_kinematics, kinetic_energy, pote
 from sodyn.configuration import integrate
 from sodyn.joints import KERNEL_OF
 from sodyn.model import Model
-from sodyn.runtime.batching import _batch_devices
+from sodyn.runtime.batching import _batch_devices, intermediate_bytes
 from sodyn.runtime.batching import batch as sd_batch
 from sodyn.runtime.clock import CompileClock
+from sodyn.runtime.precision import full_precision
+from sodyn.runtime.tuning import MONTE_CARLO_CPU_CHUNK, MONTE_CARLO_MEMORY_FRACTION
 from sodyn.runtime.xla import jit
 from sodyn.simulate.contact import GroundContact
 from sodyn.simulate.rollout import rollout as default_rollout
@@ -319,6 +321,7 @@ def _contact_points(points) -> tuple[np.ndarray, jax.Array, jax.Array]:
     return body, pos, radius
 
 
+@full_precision
 def home_state(
     model: Model,
     key: jax.Array,
@@ -592,6 +595,18 @@ def _timed(fn: Callable[..., MonteCarloResult]) -> Callable[..., MonteCarloResul
     return timed
 
 
+def accelerator_chunk(device, per_sample_bytes: int) -> int:
+    """Samples per chunk on an accelerator ``device``: as many as fit
+    :data:`~sodyn.runtime.tuning.MONTE_CARLO_MEMORY_FRACTION` of its memory at
+    ``per_sample_bytes`` each (at least one); :data:`~sodyn.runtime.tuning.MONTE_CARLO_CPU_CHUNK`
+    when the device does not report its memory."""
+    stats = device.memory_stats() or {}
+    limit = stats.get("bytes_limit")
+    if not limit:
+        return MONTE_CARLO_CPU_CHUNK
+    return max(1, int(limit * MONTE_CARLO_MEMORY_FRACTION) // max(int(per_sample_bytes), 1))
+
+
 @_timed
 def monte_carlo(
     model: Model,
@@ -626,7 +641,8 @@ def monte_carlo(
     - ``dt``, ``steps`` and the other ``rollout_kwargs`` (``integrator=``, ``substeps=``, ...)
       go to the rollout unchanged.
     - ``batch`` samples run in host chunks of ``chunk`` samples (default: the whole batch up to
-      1024 per device), one compiled program for all chunks (the last one padded);
+      1024 per CPU device; on an accelerator, up to as many as fit a quarter of its memory,
+      :func:`accelerator_chunk`), one compiled program for all chunks (the last one padded);
       ``progress=True`` shows a progress bar (tqdm when installed, else a line on stderr).
       ``devices`` is :func:`sodyn.batch`'s (``"auto"``: split across every local device).
     - ``keep``: ``"summary"`` (statistics only), ``"final"`` (also final states) or
@@ -747,16 +763,20 @@ def monte_carlo(
 
     # -- chunks --------------------------------------------------------------------
     n_dev = max(1, len(_batch_devices(devices)))
+    in_axes = (0, 0, None, None)
+    pk, sk = np.asarray(param_keys), np.asarray(state_keys)
     if chunk is None:
-        chunk = min(-(-batch // n_dev) * n_dev, 1024 * n_dev)
+        per_device = MONTE_CARLO_CPU_CHUNK
+        if jax.default_backend() != "cpu":
+            per_sample = intermediate_bytes(jax.make_jaxpr(one)(pk[0], sk[0], nominal_arrays, controls_arg).jaxpr)
+            per_device = accelerator_chunk((_batch_devices(devices) or jax.local_devices())[0], per_sample)
+        chunk = min(-(-batch // n_dev) * n_dev, per_device * n_dev)
     chunk = int(chunk)
     n_chunks = -(-batch // chunk)
-    pk, sk = np.asarray(param_keys), np.asarray(state_keys)
     pad = n_chunks * chunk - batch
     if pad:
         pk = np.concatenate([pk, np.repeat(pk[-1:], pad, 0)])
         sk = np.concatenate([sk, np.repeat(sk[-1:], pad, 0)])
-    in_axes = (0, 0, None, None)
     first = (pk[:chunk], sk[:chunk], nominal_arrays, controls_arg)
     if jax.default_backend() == "cpu":
         inner = min(sd_batch(one, in_axes, devices=devices).chunk_size(*first), -(-chunk // n_dev))

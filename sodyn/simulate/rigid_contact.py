@@ -86,6 +86,7 @@ from sodyn.algorithms.common import check_vector
 from sodyn.algorithms.kinematics import frame_jacobians
 from sodyn.configuration import integrate
 from sodyn.model import Model
+from sodyn.runtime.precision import full_precision
 from sodyn.simulate.contact import GroundContact, body_states, check_bodies, concrete_array
 from sodyn.simulate.state import State
 from sodyn.static_index import take
@@ -229,6 +230,7 @@ def _spread(maps: jax.Array, index: np.ndarray, n_bodies: int) -> jax.Array:
     return jnp.concatenate(rows, axis=0)
 
 
+@full_precision
 def delassus_matrix(model: Model, ground: GroundContact, q) -> jax.Array:
     """``W = J 𝓜⁻¹ J*`` ``(3nc, 3nc)`` of the contact points (rows ``[n, t₁, t₂]`` per point)
     by the Ω recursions (module docstring), whether or not the points touch."""
@@ -241,6 +243,7 @@ def delassus_matrix(model: Model, ground: GroundContact, q) -> jax.Array:
     return _symmetric(a @ osm.compliance_from_sweeps(model, tasks, sw) @ a.T)
 
 
+@full_precision
 def contact_jacobian(model: Model, ground: GroundContact, q) -> jax.Array:
     """``J`` ``(3nc, nv)``: rows ``[n, t₁, t₂]`` (world axes) of each point's material velocity,
     from the body frames' Jacobians (:func:`sodyn.frame_jacobians`)."""
@@ -305,6 +308,7 @@ def normal_target(phi, u_n, u_free_n, restitution, baumgarte, dt) -> jax.Array:
     return jnp.where(phi <= 0.0, touching, jnp.where(impact, bounce, -phi / dt))
 
 
+@full_precision
 def solve_rigid_contact(model: Model, contact: RigidContact, q, v, v_free, dt) -> RigidContactSolution:
     """The contact impulses of one step and ``v⁺`` (module docstring): ``v`` the velocity at
     the start of the step (for restitution), ``v_free`` the velocity the step reaches without
