@@ -50,6 +50,8 @@ CALLS = {
     "constrained_forward_dynamics": lambda q, v, t: sd.constrained_forward_dynamics(MODEL, q, v, t, _closures(q)),
     "constrained_forward_dynamics projected": lambda q, v, t: sd.constrained_forward_dynamics(
         MODEL, q, v, t, _closures(q), method="projected"),
+    "constraint_jacobian": lambda q, v, t: (sd.constraint_jacobian(MODEL, q, _closures(Q)),
+                                            sd.constraint_residual(MODEL, q, _closures(Q))),
     "energies": lambda q, v, t: sd.kinetic_energy(MODEL, q, v) + sd.potential_energy(MODEL, q),
     "step": lambda q, v, t: sd.step(MODEL, State(q, v, 0.0), q[7:], 1e-3, contact=GROUND, actuators=SERVOS),
     "rigid contact step": lambda q, v, t: sd.step(MODEL, State(q, v, 0.0), t, 1e-3, contact=RigidContact(GROUND)),

@@ -186,6 +186,7 @@ class _RowTerms(NamedTuple):
     body2: np.ndarray
 
 
+@full_precision
 def _row_terms(model: Model, closures: LoopClosures, pm: PosesAndMotions) -> _RowTerms:
     """The :class:`_RowTerms` from the bodies' poses and motions.  A point row along the world
     axis ``e`` is the force ``e`` at the anchor ``p_a``, the wrench ``[p_a × e; e]``; an angular
@@ -196,7 +197,6 @@ def _row_terms(model: Model, closures: LoopClosures, pm: PosesAndMotions) -> _Ro
     dtype = s1.point.dtype
     eye, zero = jnp.eye(3, dtype=dtype), jnp.zeros((3, 3), dtype)
 
-    @full_precision
     def point_wrenches(s):  # (n, 3, 6): rows [p × e_i; e_i]
         return jnp.concatenate([-spatial.skew(s.point), jnp.broadcast_to(eye, s.point.shape + (3,))], axis=-1)
 
