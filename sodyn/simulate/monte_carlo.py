@@ -445,7 +445,9 @@ def default_summary(rollout, model: Model) -> dict[str, jax.Array]:
     finite), and for a model with a floating base ``base_height (steps,)`` (the first root
     free joint's ``z``)."""
     q, v = rollout.states.q, rollout.states.v
-    energy = jax.vmap(lambda q, v: kinetic_energy(model, q, v) + potential_energy(model, q))(q, v)
+    # one state at a time (a scan, not a vmap over the steps): the working set of one step's
+    # energy, so sodyn.batch sizes the rollout's chunks by the rollout, not by steps × energy
+    energy = jax.lax.map(lambda qv: kinetic_energy(model, *qv) + potential_energy(model, qv[0]), (q, v))
     out = {
         "energy": energy,
         "final_q": q[-1],
