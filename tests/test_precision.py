@@ -4,7 +4,8 @@ JAX's default precision lets a GPU compute a float32 ``dot_general`` in TensorFl
 costs ``M⁻¹`` of a humanoid several digits.  The check runs on any backend: the ``precision``
 of every ``dot_general`` in the traced program (sub-programs of scans, conditionals and custom
 rules included), of each public function and of its gradient, is ``Precision.HIGHEST``, also
-when the caller's default is the lowest.
+when the caller's default is the lowest.  The functions' own programs are in the ``fast``
+subset, their gradients (which take longer to trace) in the main run.
 """
 
 import jax
@@ -16,8 +17,6 @@ from jax import lax
 import sodyn as sd
 from sodyn.simulate import GroundContact, RigidContact, State, position_servos
 from sodyn.simulate.rigid_contact import contact_jacobian, delassus_matrix
-
-pytestmark = pytest.mark.fast
 
 MODEL = sd.models.humanoid_like()
 Q = sd.random_configuration(MODEL, jax.random.PRNGKey(0))
@@ -87,14 +86,26 @@ def _sum_of_outputs(fn):
     return total
 
 
-@pytest.mark.parametrize("name", list(CALLS))
-def test_every_product_is_traced_at_highest_precision(name):
-    fn = CALLS[name]
+def _low_precision_products(programs) -> list[str]:
+    """Where a ``dot_general`` of the traced ``programs`` is below ``Precision.HIGHEST``."""
     found: list = []
     with jax.default_matmul_precision("bfloat16"):  # the lowest default a caller can set
-        programs = [fn] if name in FORWARD_ONLY else [fn, jax.grad(_sum_of_outputs(fn), argnums=(0, 1, 2))]
         for program in programs:
             _dot_precisions(jax.make_jaxpr(program)(Q, V, TAU).jaxpr, found)
     highest = (lax.Precision.HIGHEST, lax.Precision.HIGHEST)
-    low = sorted({where for precision, where in found if precision != highest})
+    return sorted({where for precision, where in found if precision != highest})
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize("name", list(CALLS))
+def test_every_product_is_traced_at_highest_precision(name):
+    low = _low_precision_products([CALLS[name]])
     assert not low, f"{name}: dot_general below full precision at {low}"
+
+
+@pytest.mark.parametrize("name", [n for n in CALLS if n not in FORWARD_ONLY])
+def test_every_product_of_the_gradient_is_traced_at_highest_precision(name):
+    """Reverse mode too: custom derivative rules are traced after the function returns, outside
+    its ``full_precision`` context."""
+    low = _low_precision_products([jax.grad(_sum_of_outputs(CALLS[name]), argnums=(0, 1, 2))])
+    assert not low, f"{name}: dot_general below full precision in the gradient at {low}"
