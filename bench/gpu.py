@@ -36,7 +36,6 @@ import platform
 import statistics
 import sys
 import time
-import xml.etree.ElementTree as ET
 
 import jax
 import jax.numpy as jnp
@@ -137,39 +136,11 @@ def mujoco_model(name: str, iterations: int, ls_iterations: int):
     """``mujoco.MjModel`` of the robot's URDF without meshes: for Panda, constraints and contacts
     off; for Solo12 and Talos, a free joint, a floor plane, the contact spheres (only
     sphere–plane contacts) and ``<position>`` servos with the same gains on every joint."""
-    import mujoco
-
     points = contact_points(name)
     if points is None:
         return bm.mujoco_model(name)
-    with open(bm.urdf_path(name)) as f:
-        root = ET.fromstring(bm._strip_urdf(f.read()))
-    children = {j.find("child").get("link") for j in root.findall("joint")}
-    base = next(lk.get("name") for lk in root.findall("link") if lk.get("name") not in children)
-    for e in root.findall("mujoco"):
-        root.remove(e)
-    mj = ET.SubElement(root, "mujoco")
-    ET.SubElement(mj, "compiler", discardvisual="true", fusestatic="false")  # keeps the feet's links
-    spec = mujoco.MjSpec.from_string(ET.tostring(root, encoding="unicode"))
-    spec.body(base).add_freejoint(name="root")
-    spec.worldbody.add_geom(name="floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0, 0, 1], contype=0,
-                            conaffinity=1)
-    for i, (frame, pos) in enumerate(points):
-        spec.body(frame).add_geom(name=f"sphere{i}", type=mujoco.mjtGeom.mjGEOM_SPHERE, size=[RADIUS[name], 0, 0],
-                                  pos=list(pos), contype=1, conaffinity=0, mass=0)
     kp, kv = SERVO[name]
-    for j in spec.joints:
-        if j.name == "root":
-            continue
-        a = spec.add_actuator(name=j.name, target=j.name, trntype=mujoco.mjtTrn.mjTRN_JOINT)
-        a.gaintype, a.biastype = mujoco.mjtGain.mjGAIN_FIXED, mujoco.mjtBias.mjBIAS_AFFINE
-        a.gainprm[0] = kp
-        a.biasprm[0], a.biasprm[1], a.biasprm[2] = 0.0, -kp, -kv
-    m = spec.compile()
-    m.opt.timestep = DT
-    m.opt.iterations = iterations
-    m.opt.ls_iterations = ls_iterations
-    return m
+    return bm.mujoco_on_spheres(name, points, RADIUS[name], kp, kv, DT, iterations, ls_iterations)
 
 
 class MjxRobot:

@@ -146,3 +146,40 @@ def mujoco_model(name: str):
         m = mujoco.MjModel.from_xml_string(text)
     m.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_CONSTRAINT) | int(mujoco.mjtDisableBit.mjDSBL_CONTACT)
     return m
+
+
+def mujoco_on_spheres(name: str, spheres, radius: float, kp: float, kv: float, dt: float, iterations: int,
+                      ls_iterations: int):
+    """``mujoco.MjModel`` of a floating robot's URDF without meshes (a free joint on the base)
+    with a floor plane, contact spheres ``spheres = [(link, position in the link), ...]`` of
+    ``radius`` (they collide with the plane only, not with each other) and ``<position>``-like
+    servos ``kp``, ``kv`` on every other joint; Newton's ``iterations`` / ``ls_iterations``."""
+    import mujoco
+
+    with open(urdf_path(name)) as f:
+        root = ET.fromstring(_strip_urdf(f.read()))
+    children = {j.find("child").get("link") for j in root.findall("joint")}
+    base = next(lk.get("name") for lk in root.findall("link") if lk.get("name") not in children)
+    for e in root.findall("mujoco"):
+        root.remove(e)
+    mj = ET.SubElement(root, "mujoco")
+    ET.SubElement(mj, "compiler", discardvisual="true", fusestatic="false")  # keeps the feet's links
+    spec = mujoco.MjSpec.from_string(ET.tostring(root, encoding="unicode"))
+    spec.body(base).add_freejoint(name="root")
+    spec.worldbody.add_geom(name="floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0, 0, 1], contype=0,
+                            conaffinity=1)
+    for i, (link, pos) in enumerate(spheres):
+        spec.body(link).add_geom(name=f"sphere{i}", type=mujoco.mjtGeom.mjGEOM_SPHERE, size=[radius, 0, 0],
+                                 pos=list(pos), contype=1, conaffinity=0, mass=0)
+    for j in spec.joints:
+        if j.name == "root":
+            continue
+        a = spec.add_actuator(name=j.name, target=j.name, trntype=mujoco.mjtTrn.mjTRN_JOINT)
+        a.gaintype, a.biastype = mujoco.mjtGain.mjGAIN_FIXED, mujoco.mjtBias.mjBIAS_AFFINE
+        a.gainprm[0] = kp
+        a.biasprm[0], a.biasprm[1], a.biasprm[2] = 0.0, -kp, -kv
+    m = spec.compile()
+    m.opt.timestep = dt
+    m.opt.iterations = iterations
+    m.opt.ls_iterations = ls_iterations
+    return m

@@ -40,7 +40,6 @@ import os
 import platform
 import sys
 import time
-import xml.etree.ElementTree as ET
 
 import jax
 import jax.numpy as jnp
@@ -129,36 +128,8 @@ class Solo:
 def mujoco_solo(iterations: int, ls_iterations: int):
     """``mujoco.MjModel`` of Solo12 (URDF without meshes, free joint on the base) with a floor
     plane, four foot spheres (only foot–plane contacts) and the same position servos."""
-    import mujoco
-
-    with open(bm.urdf_path("solo12")) as f:
-        root = ET.fromstring(bm._strip_urdf(f.read()))
-    children = {j.find("child").get("link") for j in root.findall("joint")}
-    base = next(lk.get("name") for lk in root.findall("link") if lk.get("name") not in children)
-    for e in root.findall("mujoco"):
-        root.remove(e)
-    mj = ET.SubElement(root, "mujoco")
-    ET.SubElement(mj, "compiler", discardvisual="true", fusestatic="false")  # keeps the FOOT links
-    spec = mujoco.MjSpec.from_string(ET.tostring(root, encoding="unicode"))
-    spec.body(base).add_freejoint(name="root")
-    # contype/conaffinity: spheres collide with the plane only (not with each other)
-    spec.worldbody.add_geom(name="floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0, 0, 1], contype=0,
-                            conaffinity=1)
-    for leg in LEGS:
-        spec.body(f"{leg}_FOOT").add_geom(name=f"{leg}_sphere", type=mujoco.mjtGeom.mjGEOM_SPHERE,
-                                          size=[RADIUS, 0, 0], contype=1, conaffinity=0, mass=0)
-    for j in spec.joints:
-        if j.name == "root":
-            continue
-        a = spec.add_actuator(name=j.name, target=j.name, trntype=mujoco.mjtTrn.mjTRN_JOINT)
-        a.gaintype, a.biastype = mujoco.mjtGain.mjGAIN_FIXED, mujoco.mjtBias.mjBIAS_AFFINE
-        a.gainprm[0] = KP
-        a.biasprm[0], a.biasprm[1], a.biasprm[2] = 0.0, -KP, -KV
-    m = spec.compile()
-    m.opt.timestep = DT
-    m.opt.iterations = iterations
-    m.opt.ls_iterations = ls_iterations
-    return m
+    return bm.mujoco_on_spheres("solo12", [(f"{leg}_FOOT", (0.0, 0.0, 0.0)) for leg in LEGS], RADIUS, KP, KV, DT,
+                                iterations, ls_iterations)
 
 
 class Mjx:
