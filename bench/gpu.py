@@ -86,6 +86,7 @@ class Robot:
         joints = self.model.joint_names[1:] if bm.floating(name) else self.model.joint_names
         self.servos = None if gains is None else position_servos(self.model, joints, kp=gains[0], kv=gains[1])
         self.ee = bm.ee_frame(name)
+        self._inputs: dict = {}
         self.q_home = jnp.asarray([0.0, 0.0, 0.24, 1.0, 0.0, 0.0, 0.0] + SOLO_STAND, dtype) if name == "solo12" else None
 
     def home(self, key):
@@ -98,6 +99,13 @@ class Robot:
         return s.q.at[2].add(-1e-3)
 
     def inputs(self, batch: int, seed: int = 0):
+        """``(q, v, u)`` for ``batch`` samples, drawn once per batch size and seed (every op of
+        a batch takes the same inputs)."""
+        if (batch, seed) not in self._inputs:
+            self._inputs[batch, seed] = self._draw(batch, seed)
+        return self._inputs[batch, seed]
+
+    def _draw(self, batch: int, seed: int):
         keys = jax.random.split(jax.random.PRNGKey(seed), batch)
         q = jax.jit(jax.vmap(self.home))(keys)
         rng = np.random.default_rng(seed)
