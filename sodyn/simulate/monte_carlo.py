@@ -57,7 +57,7 @@ from sodyn.algorithms.kinematics import forward_kinematics, kinetic_energy, pote
 from sodyn.configuration import integrate
 from sodyn.joints import KERNEL_OF
 from sodyn.model import Model
-from sodyn.runtime.batching import _batch_devices, intermediate_bytes
+from sodyn.runtime.batching import _batch_devices, _sample_jaxpr, intermediate_bytes
 from sodyn.runtime.batching import batch as sd_batch
 from sodyn.runtime.clock import CompileClock
 from sodyn.runtime.precision import full_precision
@@ -770,7 +770,7 @@ def monte_carlo(
     if chunk is None:
         per_device = MONTE_CARLO_CPU_CHUNK
         if jax.default_backend() != "cpu":
-            per_sample = intermediate_bytes(jax.make_jaxpr(one)(pk[0], sk[0], nominal_arrays, controls_arg).jaxpr)
+            per_sample = intermediate_bytes(_sample_jaxpr(one, in_axes, (pk, sk, nominal_arrays, controls_arg)))
             per_device = accelerator_chunk((_batch_devices(devices) or jax.local_devices())[0], per_sample)
         chunk = min(-(-batch // n_dev) * n_dev, per_device * n_dev)
     chunk = int(chunk)
