@@ -2,6 +2,7 @@
 
 import equinox as eqx
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -339,28 +340,40 @@ def test_a_large_plain_vmap_of_the_dynamics_runs_in_chunks(monkeypatch):
         "M": lambda m, q, v, tau: sd.mass_matrix(m, q) @ tau,
         "Minv": lambda m, q, v, tau: sd.inverse_mass_matrix(m, q) @ tau,
     }
-    picked = slice(0, n, 17)
-    for name, op in ops.items():
-        def with_mass(mass, q, v, tau, op=op):
-            return op(eqx.tree_at(lambda m: m.mass, model, mass), q, v, tau)
+    with_mass = {name: (lambda mass, q, v, tau, op=op: op(eqx.tree_at(lambda m: m.mass, model, mass), q, v, tau))
+                 for name, op in ops.items()}
 
-        def loss(q, f=with_mass):
-            return jax.numpy.sum(jax.numpy.sin(jax.vmap(f)(mass, q, v, tau)))
+    def loss(f):
+        return lambda q: jnp.sum(jnp.sin(jax.vmap(f)(mass, q, v, tau)))
 
-        before = len(sizes)
-        got = jax.jit(jax.vmap(with_mass))(mass, q, v, tau)
-        grad = jax.jit(jax.grad(loss))(q)
+    # every op's batch and gradient in one program; the chunks are chosen while it is traced
+    chunks = {}
+
+    def batch_and_gradient(q):
+        out = {}
+        for name, f in with_mass.items():
+            before = len(sizes)
+            out[name] = (jax.vmap(f)(mass, q, v, tau), jax.grad(loss(f))(q))
+            chunks[name] = sizes[before:]
+        return out
+
+    got = jax.jit(batch_and_gradient)(q)
+    small = q[: VMAP_CHUNKS_FROM * MIN_CHUNK - 1]
+    for name in ops:
         if jax.default_backend() == "cpu":
-            assert sizes[before:] and set(sizes[before:]) == {MIN_CHUNK}, name
+            assert chunks[name] and set(chunks[name]) == {MIN_CHUNK}, name
         else:
-            assert not sizes[before:], name
-        one = jax.jit(with_mass)
-        one_grad = jax.jit(jax.grad(lambda x, m, v, t: jax.numpy.sum(jax.numpy.sin(with_mass(m, x, v, t)))))
-        for i in range(n)[picked]:
-            np.testing.assert_allclose(got[i], one(mass[i], q[i], v[i], tau[i]), rtol=1e-11, atol=1e-12, err_msg=name)
-            np.testing.assert_allclose(grad[i], one_grad(q[i], mass[i], v[i], tau[i]), rtol=1e-10, atol=1e-12,
-                                       err_msg=name)
+            assert not chunks[name], name
         calls = len(sizes)
-        small = q[: VMAP_CHUNKS_FROM * MIN_CHUNK - 1]
-        jax.jit(jax.vmap(op, in_axes=(None, 0, 0, 0)))(model, small, small, small)
+        jax.make_jaxpr(jax.vmap(ops[name], in_axes=(None, 0, 0, 0)))(model, small, small, small)
         assert len(sizes) == calls, name  # below VMAP_CHUNKS_FROM chunks: one plain vmap
+
+    # against one sample at a time
+    one = jax.jit(lambda m, x, v, t: {
+        name: (f(m, x, v, t), jax.grad(lambda x, f=f: jnp.sum(jnp.sin(f(m, x, v, t))))(x))
+        for name, f in with_mass.items()})
+    for i in range(0, n, 17):
+        expected = one(mass[i], q[i], v[i], tau[i])
+        for name, (value, gradient) in expected.items():
+            np.testing.assert_allclose(got[name][0][i], value, rtol=1e-11, atol=1e-12, err_msg=name)
+            np.testing.assert_allclose(got[name][1][i], gradient, rtol=1e-10, atol=1e-12, err_msg=name)

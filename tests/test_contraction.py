@@ -13,8 +13,6 @@ import sodyn as sd
 from sodyn.contraction import contract
 from sodyn.models import random_tree
 
-pytestmark = pytest.mark.fast
-
 CASES = [
     ("...ij,...jk->...ik", (5, 3, 3), (5, 3, 3)),
     ("...ij,...j->...i", (4, 5, 6, 6), (5, 6)),
@@ -58,6 +56,7 @@ def evaluated():
     return out
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("spec", [c[0] for c in CASES])
 def test_matches_einsum_with_derivatives_and_vmap(evaluated, spec):
     ours, ref = evaluated[spec]
@@ -67,6 +66,7 @@ def test_matches_einsum_with_derivatives_and_vmap(evaluated, spec):
             np.testing.assert_allclose(x, y, rtol=1e-11, atol=1e-12, err_msg=key)
 
 
+@pytest.mark.fast
 def test_eager_float32_and_promotion():
     a, b = _operands((4, 3, 3), (3,), jnp.float32)
     out = contract("...ij,...j->...i", a, b)
@@ -76,6 +76,7 @@ def test_eager_float32_and_promotion():
     assert mixed.dtype == jnp.result_type(a, np.ones(3))
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("spec, sa, sb", [
     ("ij,jk->ik", (3, 3), (3, 3)),            # no leading ...
     ("...ij,...jk", (3, 3), (3, 3)),          # no output
@@ -98,7 +99,9 @@ def _library_reductions(hlo: str) -> list[str]:
 
 
 @pytest.mark.skipif(jax.default_backend() != "cpu", reason="XLA:CPU's library fusions")
-def test_batched_programs_under_plain_jit_have_no_library_reductions():
+@pytest.mark.parametrize("dtype", [pytest.param(jnp.float32, marks=pytest.mark.fast), jnp.float64],
+                         ids=["float32", "float64"])
+def test_batched_programs_under_plain_jit_have_no_library_reductions(dtype):
     """The forward programs users jit themselves compile without YNNPACK reductions (XLA:CPU
     hands large plain-add reductions to them, several times slower than its own loops)."""
     model = random_tree(9, seed=3, floating_base=True)
@@ -110,7 +113,6 @@ def test_batched_programs_under_plain_jit_have_no_library_reductions():
         return (sd.forward_dynamics(model, q, v, v), sd.inverse_dynamics(model, q, v, v),
                 sd.mass_matrix(model, q), sd.inverse_mass_matrix(model, q))
 
-    for dtype in (jnp.float64, jnp.float32):
-        text = jax.jit(jax.vmap(programs)).lower(q.astype(dtype), v.astype(dtype)).compile().as_text()
-        assert "__ynn_fusion" in text or "reduce(" in text  # the check below reads this module
-        assert _library_reductions(text) == [], dtype
+    text = jax.jit(jax.vmap(programs)).lower(q.astype(dtype), v.astype(dtype)).compile().as_text()
+    assert "__ynn_fusion" in text or "reduce(" in text  # the check below reads this module
+    assert _library_reductions(text) == []

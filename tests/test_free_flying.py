@@ -212,7 +212,6 @@ def reroot(spec, new_root):
     return [new[s["name"]] for s in spec], c
 
 
-@pytest.mark.fast
 def test_forward_dynamics_is_invariant_to_the_base_body():
     spec = with_names(hinge_tree_spec(9, seed=3))
     old = build(spec)

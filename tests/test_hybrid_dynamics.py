@@ -61,7 +61,7 @@ def _load(name):
 MODELS = ["tree", "panda", "solo12"]  # panda: a fixed base
 
 
-@pytest.fixture(scope="module", params=MODELS)
+@pytest.fixture(scope="module", params=[pytest.param(m, marks=pytest.mark.fast) if m == "tree" else m for m in MODELS])
 def case(request):
     model, _ = _load(request.param)
     rng = np.random.default_rng(7)
@@ -82,7 +82,6 @@ def case(request):
     return request.param, model, masks, (q, v, a, tau, f), jax.tree_util.tree_map(np.asarray, run(q, v, a, tau, f))
 
 
-@pytest.mark.fast
 def test_all_prescribed_is_inverse_dynamics(case):
     _, _, _, (q, v, a, tau, f), out = case
     r = out["hybrid"]["all"]
@@ -90,7 +89,6 @@ def test_all_prescribed_is_inverse_dynamics(case):
     assert rel_err(r.tau, out["ID"]) < 1e-10
 
 
-@pytest.mark.fast
 def test_none_prescribed_is_forward_dynamics(case):
     _, _, _, (q, v, a, tau, f), out = case
     r = out["hybrid"]["none"]
@@ -98,7 +96,6 @@ def test_none_prescribed_is_forward_dynamics(case):
     assert rel_err(r.a, out["FD"]) < 1e-10
 
 
-@pytest.mark.fast
 def test_mixed_is_the_partitioned_solve(case):
     _, _, masks, (q, v, a, tau, f), out = case
     mask = masks["mixed"]

@@ -17,15 +17,15 @@ from sodyn.models import random_tree
 from sodyn.runtime.batching import jaxpr_primitives
 from sodyn.topology import from_levels
 
-pytestmark = pytest.mark.fast
-
 TREES = [
     ("fixed_base_14", dict(n_bodies=14, seed=3)),
     ("floating_base_12", dict(n_bodies=12, seed=5, floating_base=True, armature=0.05)),
 ]
+FAST_TREE = "floating_base_12"  # the ``fast`` subset's tree
 
 
-@pytest.fixture(scope="module", params=TREES, ids=[t[0] for t in TREES])
+@pytest.fixture(scope="module", ids=[t[0] for t in TREES],
+                params=[pytest.param(t, marks=pytest.mark.fast) if t[0] == FAST_TREE else t for t in TREES])
 def case(request):
     model = random_tree(**request.param[1])
     key = jax.random.PRNGKey(7)
@@ -254,6 +254,7 @@ def test_integrate_and_difference_are_inverse(case):
     np.testing.assert_allclose(sd.difference(model, q, q1), 0.3 * v, atol=1e-10)
 
 
+@pytest.mark.fast
 def test_structured_congruences_match_dense_transforms():
     """``inertia_to_parent`` (φ I φ*) and ``compliance_to_child`` (φ* Y φ) on 3×3 blocks equal
     the dense products with ``φ*`` from ``motion_transform_matrix`` (Jain eqs. 1.31, 6.12, 10.19)."""
@@ -268,6 +269,7 @@ def test_structured_congruences_match_dense_transforms():
     np.testing.assert_allclose(spatial.compliance_to_child(r, p, sym), phi_star @ sym @ phi, atol=1e-12)
 
 
+@pytest.mark.fast
 def test_inertia_parameters_add_and_apply_like_spatial_inertias():
     """Spatial inertias about one point add by their parameters ``(m, m c, J_O)`` (Jain eqs.
     2.5–2.8): :func:`inertia_from_parameters` of the summed parameters is the sum of the 6×6 matrices, and
@@ -288,6 +290,7 @@ def test_inertia_parameters_add_and_apply_like_spatial_inertias():
     np.testing.assert_allclose(spatial.inertia_from_parameters(*params), total, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("n", [1, 2, 3, 6])
 def test_spd_inverse_closed_forms(n):
     """The closed-form small SPD inverses used for ``D⁻¹`` match ``numpy.linalg.inv``, also for
@@ -299,6 +302,7 @@ def test_spd_inverse_closed_forms(n):
     np.testing.assert_allclose(spatial.spd_inverse(jnp.asarray(d)), np.linalg.inv(d), rtol=1e-9, atol=1e-12)
 
 
+@pytest.mark.fast
 def test_reverse_mode_of_sweeps_has_no_padded_slices():
     """Components are taken with ``split`` (transpose: one ``concatenate``), not slices (transpose:
     one zero-padded full-size array per component): the VJPs of inverse and forward dynamics

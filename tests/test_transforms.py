@@ -1,7 +1,8 @@
 """Every public function under jit, vmap (over states and over model parameters), grad
 (against central finite differences, float64), NaN-free gradients at singular points, and a
 float32 run.  Everything is computed by a few jitted functions shared across tests (compile
-time dominates the cost of this module)."""
+time dominates the cost of this module).  The ``fast`` subset (newest JAX, GPU) takes the
+dynamics and the Jacobians; the main run takes every function."""
 
 import equinox as eqx
 import jax
@@ -11,8 +12,6 @@ import pytest
 
 import sodyn as sd
 from sodyn.models import random_tree
-
-pytestmark = pytest.mark.fast
 
 MODEL = random_tree(7, seed=11, floating_base=True, armature=0.02, damping=0.1)
 TIP = MODEL.frame_names[-1]
@@ -45,6 +44,29 @@ FUNCTIONS = {
 GRAD_FUNCTIONS = ["forward_dynamics", "inverse_dynamics", "mass_matrix", "inverse_mass_matrix",
                   "log_det_mass_matrix", "frame_pose", "jdot_v", "kinetic_energy", "frame_acceleration",
                   "center_of_mass", "articulated_body_inertias"]
+# the ``fast`` subset's functions, and those of them whose gradients it checks
+FAST = {"forward_dynamics", "inverse_dynamics", "mass_matrix", "inverse_mass_matrix", "log_det_mass_matrix",
+        "frame_jacobian", "integrate", "difference"}
+FAST_GRADIENTS = {"forward_dynamics", "inverse_dynamics", "log_det_mass_matrix"}
+
+
+def _names(names, fast=FAST):
+    """``names`` as test parameters, those in ``fast`` marked ``fast``."""
+    return [pytest.param(n, marks=pytest.mark.fast) if n in fast else n for n in names]
+
+
+class _ByGroup:
+    """``evaluate(names)`` of the group of ``name`` (in ``fast`` or not), once per group: one
+    program per group, so that the fast subset compiles only its own."""
+
+    def __init__(self, evaluate, fast):
+        self.evaluate, self.fast, self.done = evaluate, fast, {}
+
+    def __call__(self, name):
+        group = name in self.fast
+        if group not in self.done:
+            self.done[group] = self.evaluate([n for n in FUNCTIONS if (n in self.fast) == group])
+        return self.done[group][name]
 
 
 @pytest.fixture(scope="module")
@@ -59,32 +81,37 @@ def states():
 
 @pytest.fixture(scope="module")
 def results(states):
+    """``results(name)``: (float64 single, batched, second single), float32 single of ``name``."""
     single, batch = states
 
-    run = jax.jit(lambda m, s: {name: fn(m, *s) for name, fn in FUNCTIONS.items()})
-    run_batch = jax.jit(jax.vmap(lambda *s: run(MODEL, s)))
-    first, batched, second = run(MODEL, single), run_batch(*batch), run(MODEL, tuple(x[1] for x in batch))
-    out64 = {name: (first[name], batched[name], second[name]) for name in FUNCTIONS}
-    return out64, run(MODEL.astype(jnp.float32), tuple(x.astype(jnp.float32) for x in single))
+    def evaluate(names):
+        functions = {name: FUNCTIONS[name] for name in names}
+        run = jax.jit(lambda m, s: {name: fn(m, *s) for name, fn in functions.items()})
+        run_batch = jax.jit(jax.vmap(lambda *s: run(MODEL, s)))
+        first, batched, second = run(MODEL, single), run_batch(*batch), run(MODEL, tuple(x[1] for x in batch))
+        out32 = run(MODEL.astype(jnp.float32), tuple(x.astype(jnp.float32) for x in single))
+        return {name: ((first[name], batched[name], second[name]), out32[name]) for name in functions}
+
+    return _ByGroup(evaluate, FAST)
 
 
-@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+@pytest.mark.parametrize("name", _names(sorted(FUNCTIONS)))
 def test_jit_vmap_states_and_float32(results, name):
-    out64, out32 = results
-    single, batched, second = out64[name]
+    (single, batched, second), out32 = results(name)
     assert np.all(np.isfinite(single))
     np.testing.assert_allclose(batched[0], single, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(batched[1], second, rtol=1e-10, atol=1e-12)
-    assert out32[name].dtype == jnp.float32
+    assert out32.dtype == jnp.float32
     scale = max(1.0, float(np.max(np.abs(single))))
-    np.testing.assert_allclose(np.asarray(out32[name], np.float64) / scale, np.asarray(single) / scale, atol=2e-3)
+    np.testing.assert_allclose(np.asarray(out32, np.float64) / scale, np.asarray(single) / scale, atol=2e-3)
 
 
 def _with_params(mass, inertia, gravity):
     return eqx.tree_at(lambda m: (m.mass, m.inertia, m.gravity), MODEL, (mass, inertia, gravity))
 
 
-@pytest.mark.parametrize("name", ["forward_dynamics", "mass_matrix", "inverse_mass_matrix", "log_det_mass_matrix"])
+@pytest.mark.parametrize("name", _names(["forward_dynamics", "mass_matrix", "inverse_mass_matrix",
+                                          "log_det_mass_matrix"]))
 def test_vmap_over_model_parameters(states, name):
     fn = FUNCTIONS[name]
     single, _ = states
@@ -116,26 +143,30 @@ def directional_derivatives(states):
         out = fn(m, qq, v + t * dirs["v"], u + t * dirs["u"], f + t * dirs["f"])
         return jnp.sum(jnp.sin(jnp.asarray(out)))
 
-    @jax.jit
-    def run():
-        eps = 1e-6
-        out = {}
-        for name in GRAD_FUNCTIONS:
-            s = lambda t, fn=FUNCTIONS[name]: along(fn, t)  # noqa: E731
-            up, down = jax.vmap(s)(jnp.array([eps, -eps]))  # both sides in one (batched) program
-            out[name] = (jax.grad(s)(0.0), (up - down) / (2 * eps))
-        return out
+    def evaluate(names):
+        @jax.jit
+        def run():
+            eps = 1e-6
+            out = {}
+            for name in [n for n in GRAD_FUNCTIONS if n in names]:
+                s = lambda t, fn=FUNCTIONS[name]: along(fn, t)  # noqa: E731
+                up, down = jax.vmap(s)(jnp.array([eps, -eps]))  # both sides in one (batched) program
+                out[name] = (jax.grad(s)(0.0), (up - down) / (2 * eps))
+            return out
 
-    return run()
+        return run()
+
+    return _ByGroup(evaluate, FAST_GRADIENTS)
 
 
-@pytest.mark.parametrize("name", GRAD_FUNCTIONS)
+@pytest.mark.parametrize("name", _names(GRAD_FUNCTIONS, FAST_GRADIENTS))
 def test_grad_matches_finite_differences(directional_derivatives, name):
-    analytic, numeric = directional_derivatives[name]
+    analytic, numeric = directional_derivatives(name)
     assert abs(float(analytic)) > 1e-3  # the direction does reach the output
     assert float(analytic) == pytest.approx(float(numeric), rel=1e-6, abs=1e-7)
 
 
+@pytest.mark.fast
 def test_gradients_finite_at_identity_quaternion_and_zero_velocity():
     model = random_tree(5, seed=2, floating_base=True, joint_types=("spherical", "revolute"))
     q = sd.neutral_configuration(model)
