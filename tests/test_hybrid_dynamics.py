@@ -58,7 +58,7 @@ def _load(name):
     return model, task
 
 
-MODELS = ["tree", "panda", "solo12"]  # panda: a fixed base
+MODELS = ["tree", "panda", "solo12"]  # panda: a fixed base; the ``fast`` subset takes the tree
 
 
 @pytest.fixture(scope="module", params=[pytest.param(m, marks=pytest.mark.fast) if m == "tree" else m for m in MODELS])
