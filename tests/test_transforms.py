@@ -2,7 +2,8 @@
 (against central finite differences, float64), NaN-free gradients at singular points, and a
 float32 run.  Everything is computed by a few jitted functions shared across tests (compile
 time dominates the cost of this module).  The ``fast`` subset (newest JAX, GPU) takes the
-dynamics and the Jacobians; the main run takes every function."""
+dynamics (FD, ID, M, M⁻¹, log det M), the frame Jacobian, integrate and difference; the main
+run takes every function."""
 
 import equinox as eqx
 import jax
@@ -56,8 +57,9 @@ def _names(names, fast=FAST):
 
 
 class _ByGroup:
-    """``evaluate(names)`` of the group of ``name`` (in ``fast`` or not), once per group: one
-    program per group, so that the fast subset compiles only its own."""
+    """``self(name)`` is ``evaluate(names)[name]``, ``names`` the functions of ``name``'s group
+    (in ``fast`` or not), evaluated once per group: one program per group, so that the fast
+    subset compiles only its own."""
 
     def __init__(self, evaluate, fast):
         self.evaluate, self.fast, self.done = evaluate, fast, {}
