@@ -18,6 +18,8 @@ over a few calls; µs per sample and samples per second.  Then ``sodyn.simulate.
 (Solo12 and Talos, ``--mc-steps`` steps of the same stepper, servos, contact, randomized masses
 and home states) at the largest two batches, with its default host chunks and with the whole
 batch in one chunk: steps × samples per second, against MJX ``step``'s from the table.
+``--mc-summaries`` adds runs with other per-sample summaries, and ``--ops rollout`` times
+``--mc-steps`` steps (100 if 0) from given states alone, to split Monte Carlo's time into its parts.
 
 The tables are written to ``--out`` after every row, so a run cut short keeps what it measured;
 ``--deadline`` (seconds) stops starting new rows after that long.  Robot URDFs come from
@@ -54,6 +56,19 @@ from sodyn.simulate import GroundContact, State, monte_carlo, position_servos, s
 DTYPE = jnp.float32
 DT = 1e-3
 OPS = ("fd", "M", "Minv", "Lambda", "grad_fd", "step")
+
+
+def _energy_vmapped(r, model):
+    """The default summary's per-step energy, all steps at once (``vmap``) instead of one at a time."""
+    q, v = r.states.q, r.states.v
+    energy = jax.vmap(lambda q, v: sd.kinetic_energy(model, q, v) + sd.potential_energy(model, q))(q, v)
+    return {"energy": energy, "final_q": q[-1]}
+
+
+# Monte Carlo summaries for --mc-summaries: the library's default (energy per step, one step at a
+# time; base height; final q; finiteness), the energy of all steps at once, and the least a run
+# can return
+SUMMARIES = {"default": None, "energy_vmap": _energy_vmapped, "final": lambda r: {"final_q": r.states.q[-1]}}
 MJX_OPS = {"fd": "mjx.forward", "step": "mjx.step"}
 SOLO_STAND = [0.1, 0.8, -1.6, -0.1, 0.8, -1.6, 0.1, -0.8, 1.6, -0.1, -0.8, 1.6]
 SOLO_FEET = [(f"{leg}_FOOT", (0.0, 0.0, 0.0)) for leg in ("FL", "FR", "HL", "HR")]
@@ -76,8 +91,8 @@ class Robot:
     """The sodyn side of one robot: model, contact, servos, functions of one sample and a batch
     of inputs for each."""
 
-    def __init__(self, name: str, dtype=DTYPE):
-        self.name, self.dtype = name, dtype
+    def __init__(self, name: str, dtype=DTYPE, rollout_steps: int = 100):
+        self.name, self.dtype, self.rollout_steps = name, dtype, rollout_steps
         self.model = sd.load_urdf(bm.urdf_path(name), floating_base=bm.floating(name)).astype(dtype)
         points = contact_points(name)
         self.contact = None if points is None else GroundContact.at_frames(
@@ -137,7 +152,16 @@ class Robot:
             "grad_fd": lambda q, v, u: jax.grad(lambda q, v, t: jnp.sum(fd(q, v, t) ** 2), argnums=(0, 1, 2))(
                 q, v, tau_of(u)),
             "step": stepped,
+            "rollout": lambda q, v, u: self.rollout(q, v, u, self.rollout_steps),
         }
+
+    def rollout(self, q, v, u, steps: int):
+        """Final ``(q, v)`` of ``steps`` steps holding the controls ``u``: the rollout alone, from
+        a given state, without Monte Carlo's sampling, summary or chunks."""
+        m, c, a = self.model, self.contact, self.servos
+        r = sd.simulate.rollout(m, State(q, v, jnp.zeros((), q.dtype)), jnp.broadcast_to(u, (steps, u.shape[0])),
+                                DT, steps, contact=c, actuators=a)
+        return r.states.q[-1], r.states.v[-1]
 
 
 def mujoco_model(name: str, iterations: int, ls_iterations: int):
@@ -233,8 +257,8 @@ class Report:
         lines += self.rows
         if self.mc:
             lines += ["", "Monte Carlo (`sodyn.simulate.monte_carlo`, default stepper, contact, servos):", "",
-                      "| model | B | chunk | steps | run s | compile s | steps × samples / s | "
-                      "MJX step, steps × samples / s | sodyn / MJX |", "|---|---|---|---|---|---|---|---|---|"]
+                      "| model | B | chunk | summary | steps | run s | compile s | steps × samples / s | "
+                      "MJX step, steps × samples / s | sodyn / MJX |", "|---|---|---|---|---|---|---|---|---|---|"]
             lines += self.mc
         if self.notes:
             lines += [""] + [f"- {n}" for n in self.notes]
@@ -295,6 +319,9 @@ def main(argv=None) -> int:
     p.add_argument("--ops", default=",".join(OPS))
     p.add_argument("--batches", default="1024,8192,65536")
     p.add_argument("--mc-steps", type=int, default=100, help="Monte Carlo rollout steps (0: none)")
+    p.add_argument("--mc-chunks", choices=("both", "default"), default="both",
+                   help="Monte Carlo with the default chunk and the whole batch as one, or the default only")
+    p.add_argument("--mc-summaries", default="default", help=f"Monte Carlo summaries, of {sorted(SUMMARIES)}")
     p.add_argument("--mjx-iterations", type=int, default=2)
     p.add_argument("--mjx-ls-iterations", type=int, default=4)
     p.add_argument("--no-mjx", action="store_true")
@@ -332,7 +359,7 @@ def main(argv=None) -> int:
         except ImportError as e:
             report.notes.append(f"MJX not measured: {e}")
             use_mjx = False
-    robots = {n: Robot(n) for n in models}
+    robots = {n: Robot(n, rollout_steps=args.mc_steps or 100) for n in models}
     mjx_robots: dict[str, MjxRobot] = {}
     step_rate: dict[tuple[str, int], float] = {}
 
@@ -362,7 +389,7 @@ def main(argv=None) -> int:
                            + " | ".join(cells) + " |")
         print(report.rows[-1], flush=True)
 
-    def monte_carlo_row(name: str, b: int, chunk: int | None) -> None:
+    def monte_carlo_row(name: str, b: int, chunk: int | None, summary: str) -> None:
         r = robots[name]
         targets = r.inputs(1)[2][0]
         try:
@@ -370,14 +397,15 @@ def main(argv=None) -> int:
                 r.model, {"model.mass": sd.simulate.uniform_scale(0.9, 1.1)},
                 sd.simulate.home_sampler(noise=0.02, points=r.contact, clearance=0.0, q=r.q_home),
                 jnp.broadcast_to(targets, (args.mc_steps, targets.shape[0])), DT, args.mc_steps, b,
-                jax.random.PRNGKey(0), chunk=chunk, progress=False, contact=r.contact, actuators=r.servos)
+                jax.random.PRNGKey(0), chunk=chunk, progress=False, contact=r.contact, actuators=r.servos,
+                summary=SUMMARIES[summary])
         except Exception as e:  # noqa: BLE001
             report.notes.append(f"Monte Carlo {name} B={b}: failed: {type(e).__name__}: {str(e)[:300]}")
             return
         run_s = res.seconds - res.compile_seconds
         rate = b * args.mc_steps / run_s
         mjx_rate = step_rate.get((name, b))
-        report.mc.append(f"| {name} | {b} | {'default' if chunk is None else chunk} | {args.mc_steps} | "
+        report.mc.append(f"| {name} | {b} | {'default' if chunk is None else chunk} | {summary} | {args.mc_steps} | "
                          f"{run_s:.2f} | {res.compile_seconds:.1f} | {rate:.3g} | "
                          f"{_fmt(mjx_rate) if mjx_rate else '–'} | "
                          f"{f'**{mjx_rate / rate:.2f}**' if mjx_rate else '–'} |")
@@ -385,8 +413,9 @@ def main(argv=None) -> int:
 
     jobs = [(table_row, (b, name, op)) for b in order[:2] for name in models for op in ops]
     if args.mc_steps > 0:
-        jobs += [(monte_carlo_row, (name, b, chunk)) for name in models if robots[name].contact is not None
-                 for b in sorted(batches)[-2:] for chunk in (None, b)]
+        jobs += [(monte_carlo_row, (name, b, chunk, summary)) for name in models if robots[name].contact is not None
+                 for b in sorted(batches)[-2:] for chunk in ((None, b) if args.mc_chunks == "both" else (None,))
+                 for summary in args.mc_summaries.split(",")]
     jobs += [(table_row, (b, name, op)) for b in order[2:] for name in models for op in ops]
     for i, (job, job_args) in enumerate(jobs):
         if late():
