@@ -58,17 +58,33 @@ DT = 1e-3
 OPS = ("fd", "M", "Minv", "Lambda", "grad_fd", "step")
 
 
-def _energy_vmapped(r, model):
-    """The default summary's per-step energy, all steps at once (``vmap``) instead of one at a time."""
-    q, v = r.states.q, r.states.v
-    energy = jax.vmap(lambda q, v: sd.kinetic_energy(model, q, v) + sd.potential_energy(model, q))(q, v)
-    return {"energy": energy, "final_q": q[-1]}
+def _energy_summary(terms: str, batch_size: int | None = None):
+    """A summary with the per-step ``terms`` (``"kinetic"``, ``"potential"`` or both) mapped over
+    the steps by ``jax.lax.map`` with ``batch_size`` (``None``: one step at a time, as the
+    default summary; ``0``: all steps at once, ``vmap``)."""
+
+    def energy(model, q, v):
+        return ((sd.kinetic_energy(model, q, v) if "kinetic" in terms else 0.0)
+                + (sd.potential_energy(model, q) if "potential" in terms else 0.0))
+
+    def summary(r, model):
+        q, v = r.states.q, r.states.v
+        if batch_size == 0:
+            e = jax.vmap(lambda q, v: energy(model, q, v))(q, v)
+        else:
+            e = jax.lax.map(lambda qv: energy(model, *qv), (q, v), batch_size=batch_size)
+        return {"energy": e, "final_q": q[-1]}
+
+    return summary
 
 
 # Monte Carlo summaries for --mc-summaries: the library's default (energy per step, one step at a
-# time; base height; final q; finiteness), the energy of all steps at once, and the least a run
-# can return
-SUMMARIES = {"default": None, "energy_vmap": _energy_vmapped, "final": lambda r: {"final_q": r.states.q[-1]}}
+# time; base height; final q; finiteness), variants of its energy term, and the least a run can
+# return
+SUMMARIES = {"default": None, "final": lambda r: {"final_q": r.states.q[-1]},
+             "energy": _energy_summary("kinetic potential"), "energy_vmap": _energy_summary("kinetic potential", 0),
+             "energy_map10": _energy_summary("kinetic potential", 10), "kinetic": _energy_summary("kinetic"),
+             "potential": _energy_summary("potential")}
 MJX_OPS = {"fd": "mjx.forward", "step": "mjx.step"}
 SOLO_STAND = [0.1, 0.8, -1.6, -0.1, 0.8, -1.6, 0.1, -0.8, 1.6, -0.1, -0.8, 1.6]
 SOLO_FEET = [(f"{leg}_FOOT", (0.0, 0.0, 0.0)) for leg in ("FL", "FR", "HL", "HR")]
