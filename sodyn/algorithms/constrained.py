@@ -15,16 +15,19 @@ its opposite) and ``G_c* λ`` the joint-space constraint force.
     [G_c 𝓜⁻¹ G_c*] λ = −(G_c θ̈_f − 𝔘́)
     θ̈ = θ̈_f + 𝓜⁻¹ G_c* λ.
 
-One kinematics scatter gives the bodies' world poses, velocities ``V`` and accelerations at
-``θ̈ = 0`` (``α₀``, the world accelerating by ``−g``), hence ``𝔡``, ``G_c θ̇``, ``Ġ_c θ̇`` and the
-columns of ``G_c*`` (each row a wrench about the world origin — ``[p_a × e; e]`` for a point
-row along ``e``, ``[e; 0]`` for an angular row, ``nᵀ`` times the point rows for a distance —
-against the joint axes there, on the bodies' ancestors; frame 2's negated).  One
-Riccati/innovations gather (Alg. 7.1, 7.2) then carries the ``n_c`` columns of ``G_c*`` beside
+Everything runs in world axes about one point ``o`` fixed in space (the first body's origin
+at this instant), where every ``φ`` between bodies is the identity.  One kinematics scatter
+gives the bodies' poses, velocities ``V`` and accelerations at ``θ̈ = 0`` (``α₀``, the world
+accelerating by ``−g``) there, hence ``𝔡``, ``G_c θ̇``, ``Ġ_c θ̇`` and the columns of ``G_c*``
+(each row a wrench about ``o`` — ``[p_a × e; e]`` for a point row along ``e``, ``[e; 0]`` for
+an angular row, ``nᵀ`` times the point rows for a distance — against the joint axes there, on
+the bodies' ancestors; frame 2's negated).  One Riccati/innovations gather (Alg. 7.1, 7.2)
+then carries the ``n_c`` columns of ``G_c*`` beside
 ``T − C``: with ``N = D⁻¹ [I − HψK]``, ``𝓜⁻¹ = N* D N`` (Lemma 7.5), so ``G_c 𝓜⁻¹ G_c* =
 Σ_k ε_c* ν_c`` and ``G_c θ̈_f = Σ_k ε_c* ν_f`` come out of the gather (``ε = D ν``), with no
 acceleration scatter per column
-(:func:`~sodyn.algorithms.articulated.riccati_and_innovation_columns`).  The velocity terms
+(:func:`~sodyn.algorithms.articulated.riccati_and_innovation_columns`); in world axes the
+columns pass from body to parent untransformed.  The velocity terms
 ride in the bias forces, ``b̃ = V ×* M V − f_ext + M (α₀ + 𝔤)``, so the one acceleration
 scatter, run after the solve on ``ν_f + ν_c λ``, starts from rest.  A call costs
 ``O(N · n_c)`` plus the ``n_c × n_c`` solve; 𝓜 is never formed or factored.  The small dense
@@ -70,13 +73,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from sodyn import spatial
-from sodyn.algorithms.articulated import accelerations, body_frames, riccati_and_innovation_columns
-from sodyn.algorithms.common import Levels, check_state, gravity_acceleration, model_params, prepare
+from sodyn.algorithms.articulated import _world_frames_at, accelerations, riccati_and_innovation_columns
+from sodyn.algorithms.common import check_state, gravity_acceleration, model_params, prepare
 from sodyn.algorithms.kinematics import (
-    PosesAndMotions,
-    poses_and_motions_levels,
+    WorldKinematics,
     slot_ancestors,
-    world_subspace_blocks,
+    world_motions_levels,
 )
 from sodyn.constraints import LoopClosures
 from sodyn.contraction import contract
@@ -121,13 +123,25 @@ class ClosureRows(NamedTuple):
     bias: jax.Array
 
 
+class _Motions(NamedTuple):
+    """The bodies' kinematics in world axes about the first body's origin ``o`` (a point fixed
+    in space at this instant; :func:`~sodyn.algorithms.kinematics.world_kinematics_levels`):
+    poses, joint axes, velocities ``V_w`` and joint terms; ``acceleration`` ``α₀ + 𝔤`` at
+    ``θ̈ = 0`` with the world accelerating by ``−g`` ``(1, W, 6)``; ``origin`` ``o`` in world
+    coordinates ``(3,)``."""
+
+    kin: WorldKinematics
+    acceleration: jax.Array
+    origin: jax.Array
+
+
 class _Side(NamedTuple):
     """Frame 1 or frame 2 of each closure ``(n, ...)``, on its body ``b`` (the world: a body at
-    rest at the origin), world axes: ``R_f`` the frame's rotation, ``p_a`` the anchor's
+    rest), world axes, positions from ``o``: ``R_f`` the frame's rotation, ``p_a`` the anchor's
     position, ``ṗ_a`` its velocity, ``ω`` the body's angular velocity; at ``θ̈ = 0`` the
-    anchor's spatial acceleration ``R (u̇ + ω̇ × r)``, its classical part ``R (ω × u_a)``
-    (``u_a = u + ω × r``, ``r`` the anchor in the body frame) and ``ω̇``.  ``body`` (static):
-    the body, ``-1`` for the world."""
+    anchor's acceleration ``a_o + ω̇ × p_a`` (``[ω̇; a_o]`` the body's spatial acceleration
+    about ``o``, gravity's ``−g`` of the world taken back out), its classical part
+    ``ω × ṗ_a`` and ``ω̇``.  ``body`` (static): the body, ``-1`` for the world."""
 
     body: np.ndarray
     frame_rotation: jax.Array
@@ -139,10 +153,11 @@ class _Side(NamedTuple):
     angular_acceleration: jax.Array
 
 
-def _side(model: Model, pm: PosesAndMotions, frames, anchors) -> _Side:
+def _side(model: Model, mo: _Motions, frames, anchors) -> _Side:
     """The :class:`_Side` of ``frames`` (static) with ``anchors`` ``(n, 3)`` in their axes."""
     topo = model.topology
-    dtype = pm.translation.dtype
+    kin = mo.kin
+    dtype = kin.translation.dtype
     fr = np.array([f if f != WORLD else 0 for f in frames], dtype=np.int64)
     body = np.array([int(model.frame_body[f]) if f != WORLD else -1 for f in frames], dtype=np.int64)
     moving = jnp.asarray(body >= 0)
@@ -158,16 +173,14 @@ def _side(model: Model, pm: PosesAndMotions, frames, anchors) -> _Side:
             return y
         return jnp.where(moving.reshape((-1,) + (1,) * (y.ndim - 1)), y, jnp.asarray(world, dtype))
 
-    rot = at_bodies(pm.rotation, np.eye(3))
-    vel = at_bodies(pm.velocity, np.zeros(6))
-    r = p_bf + spatial.mv(r_bf, anchors)
+    rot = at_bodies(kin.rotation, np.eye(3))
+    point = at_bodies(kin.translation, -mo.origin) + spatial.mv(rot, p_bf + spatial.mv(r_bf, anchors))
+    vel = at_bodies(kin.velocity, np.zeros(6))
+    a0 = at_bodies(mo.acceleration, np.zeros(6))
     w = vel[:, :3]
-    u_a = vel[:, 3:] + spatial.cross(w, r)
-    a0 = at_bodies(pm.acceleration, np.zeros(6))  # α₀ + 𝔤: the world's −g taken back out below
-    acc = spatial.mv(rot, a0[:, 3:] + spatial.cross(a0[:, :3], r)) + jnp.where(moving[:, None], m.gravity, 0.0)
-    ang = spatial.mv(rot, a0[:, :3])
-    return _Side(body, spatial.mm(rot, r_bf), at_bodies(pm.translation, np.zeros(3)) + spatial.mv(rot, r),
-                 spatial.mv(rot, u_a), spatial.mv(rot, w), acc, spatial.mv(rot, spatial.cross(w, u_a)), ang)
+    velocity = vel[:, 3:] + spatial.cross(w, point)
+    acc = a0[:, 3:] + spatial.cross(a0[:, :3], point) + jnp.where(moving[:, None], m.gravity, 0.0)
+    return _Side(body, spatial.mm(rot, r_bf), point, velocity, w, acc, spatial.cross(w, velocity), a0[:, :3])
 
 
 class _RowTerms(NamedTuple):
@@ -187,13 +200,13 @@ class _RowTerms(NamedTuple):
 
 
 @full_precision
-def _row_terms(model: Model, closures: LoopClosures, pm: PosesAndMotions) -> _RowTerms:
+def _row_terms(model: Model, closures: LoopClosures, mo: _Motions) -> _RowTerms:
     """The :class:`_RowTerms` from the bodies' poses and motions.  A point row along the world
     axis ``e`` is the force ``e`` at the anchor ``p_a``, the wrench ``[p_a × e; e]``; an angular
-    row the moment ``[e; 0]`` (``ω̇`` in world axes is ``R ω̇``: no classical part); a distance
+    row the moment ``[e; 0]`` (no classical part in ``ω̇``); a distance
     row the point rows along ``n = d/|d|``, with ``(|ḋ|² − (nᵀḋ)²)/|d|`` in its bias."""
-    s1 = _side(model, pm, closures.frame1, closures.anchor1)
-    s2 = _side(model, pm, closures.frame2, closures.anchor2)
+    s1 = _side(model, mo, closures.frame1, closures.anchor1)
+    s2 = _side(model, mo, closures.frame2, closures.anchor2)
     dtype = s1.point.dtype
     eye, zero = jnp.eye(3, dtype=dtype), jnp.zeros((3, 3), dtype)
 
@@ -260,13 +273,13 @@ def _jacobian_columns(model: Model, axes: list[jax.Array], terms: _RowTerms) -> 
             for h, (_, s0, s1) in zip(axes, topo.kernel_slots)]
 
 
-def _poses_and_motions(model: Model, q, v) -> tuple[Levels, PosesAndMotions]:
-    """The bodies' world poses, velocities and accelerations at ``θ̈ = 0`` with the world
-    accelerating by ``−g`` (``α₀ + 𝔤``), by one scatter."""
+def _motions(model: Model, q, v) -> _Motions:
+    """The :class:`_Motions` at ``(q, v)``, by one scatter."""
+    topo = model.topology
     levels = prepare(model, q)
     root = gravity_acceleration(model_params(model, q.dtype), q.dtype)
-    return levels, poses_and_motions_levels(levels, model.topology, dofs_to_levels(model.topology, v, 0.0), root,
-                                            FORWARD_UNROLL)
+    kin, acc = world_motions_levels(levels, topo, dofs_to_levels(topo, v, 0.0), root, FORWARD_UNROLL)
+    return _Motions(kin, acc, levels.rel_p[0, int(topo.body_flat[0])])
 
 
 def _jacobian(model: Model, columns: list[jax.Array]) -> jax.Array:
@@ -277,10 +290,9 @@ def _jacobian(model: Model, columns: list[jax.Array]) -> jax.Array:
 def closure_rows(model: Model, q, v, closures: LoopClosures) -> ClosureRows:
     """``𝔡``, ``G_c`` and ``Ġ_c θ̇`` of ``closures`` at ``(q, v)`` (module docstring), from one
     kinematics scatter."""
-    levels, pm = _poses_and_motions(model, q, v)
-    terms = _row_terms(model, closures, pm)
-    axes = world_subspace_blocks(model.topology, levels, pm.rotation, pm.translation)
-    return ClosureRows(terms.residual, _jacobian(model, _jacobian_columns(model, axes, terms)), terms.bias)
+    mo = _motions(model, q, v)
+    terms = _row_terms(model, closures, mo)
+    return ClosureRows(terms.residual, _jacobian(model, _jacobian_columns(model, mo.kin.axes, terms)), terms.bias)
 
 
 def constraint_residual(model: Model, q, closures: LoopClosures) -> jax.Array:
@@ -410,10 +422,9 @@ def constrained_forward_dynamics(
         if target.shape != (constraints.n_rows,):
             raise ValueError(f"acceleration_target must have shape (n_c,) = ({constraints.n_rows},), "
                              f"got {target.shape}")
-    levels, pm = _poses_and_motions(model, q, v)
-    terms = _row_terms(model, constraints, pm)
-    axes = world_subspace_blocks(model.topology, levels, pm.rotation, pm.translation)  # (1, W_k, nv_k, 6)
-    columns = _jacobian_columns(model, axes, terms)
+    mo = _motions(model, q, v)
+    terms = _row_terms(model, constraints, mo)
+    columns = _jacobian_columns(model, mo.kin.axes, terms)
     g = _jacobian(model, columns)
     if acceleration_target is None:
         target = -terms.bias - alpha * terms.velocity - beta * terms.residual
@@ -421,18 +432,20 @@ def constrained_forward_dynamics(
         qdd, lam, gen = _projected(model, q, v, tau, f_ext, g, target)
         error = g @ qdd - target
     else:
-        qdd, lam, error = _augmented(model, levels, pm, v, tau, f_ext, columns, -target, regularization,
-                                     iterations, added_inertia)
+        qdd, lam, error = _augmented(model, mo, v, tau, f_ext, columns, -target, regularization, iterations,
+                                     added_inertia)
         gen = spatial.mtv(g, lam)
     return qdd, ConstraintForces(lam, gen, terms.residual, terms.velocity, error)
 
 
-def _augmented(model: Model, levels: Levels, pm: PosesAndMotions, v, tau, f_ext, columns, offset, regularization,
-               iterations: int, added):
+def _augmented(model: Model, mo: _Motions, v, tau, f_ext, columns, offset, regularization, iterations: int,
+               added):
     """Lemma 11.1 with one gather and one scatter.
 
-    With the bodies' accelerations ``α = α̃ + α₀ + 𝔤`` split into ``α̃`` (``φ* α̃(℘) + H* θ̈``, no
-    velocity terms), ``α₀`` (``θ̈ = 0``, from the kinematics scatter) and the world's ``−g``,
+    In world axes about ``o`` (:class:`_Motions`; ``f_ext`` and ``B`` carried there from the
+    body frames).  With the bodies' accelerations ``α = α̃ + α₀ + 𝔤`` split into ``α̃``
+    (``α̃(℘) + H* θ̈``, no velocity terms), ``α₀`` (``θ̈ = 0``, from the kinematics scatter) and
+    the world's ``−g``,
     the tree's equations ``(M + B) α + b = …`` are those of a tree without velocity terms and
     with bias forces ``b̃ = b + (M + B)(α₀ + 𝔤)``, ``b = V ×* M V − f_ext``.  The gather on them
     carries the columns of ``G_c*`` beside ``T − C`` and gives ``A = G_c 𝓜⁻¹ G_c*`` and
@@ -440,16 +453,19 @@ def _augmented(model: Model, levels: Levels, pm: PosesAndMotions, v, tau, f_ext,
     ``offset = −𝔘́``.  After the solve for ``λ`` the scatter runs once, on ``ν_f + ν_c λ``.
     Returns ``θ̈``, ``λ`` and ``G_c θ̈ − 𝔘́``."""
     topo = model.topology
-    dtype = pm.translation.dtype
+    kin = mo.kin
+    dtype = kin.translation.dtype
     m = model_params(model, dtype)
-    frames = body_frames(model, levels)
-    vel, acc = pm.velocity, pm.acceleration  # acc: α₀ + 𝔤
+    frames = _world_frames_at(model, kin.rotation, kin.translation, kin.axes)
+    vel, acc = kin.velocity, mo.acceleration  # acc: α₀ + 𝔤
     bias = spatial.force_cross(vel, spatial.apply_inertia(*frames.inertia, vel))
     bias = bias + spatial.apply_inertia(*frames.inertia, acc)
-    if f_ext is not None:
-        bias = bias - to_levels(topo, f_ext, jnp.zeros(6, dtype))
+    if f_ext is not None:  # body frames to the world's
+        f_local = to_levels(topo, f_ext, jnp.zeros(6, dtype))
+        bias = bias - spatial.force_to_parent(kin.rotation, kin.translation, f_local)
     if added is not None:
         added = to_levels(topo, jnp.asarray(added, dtype), jnp.zeros((6, 6), dtype))
+        added = spatial.inertia_to_parent(kin.rotation, kin.translation, added)
         bias = bias + spatial.mv(added, acc)
     t_blocks = dofs_to_levels(topo, tau - m.damping * v, 0.0)
     nus, cols, ab = riccati_and_innovation_columns(model, frames, t_blocks, columns, bias, FORWARD_UNROLL, added)

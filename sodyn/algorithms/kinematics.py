@@ -143,6 +143,33 @@ def world_kinematics_levels(levels: Levels, topo, v_blocks: list[jax.Array], unr
     return WorldKinematics(wr, wp, world_subspace_blocks(topo, levels, wr, wp), vel, joint)
 
 
+def world_motions_levels(levels: Levels, topo, v_blocks: list[jax.Array], root_acceleration: jax.Array,
+                         unroll: int = 1) -> tuple[WorldKinematics, jax.Array]:
+    """:func:`world_kinematics_levels`' poses, axes and velocities, and each body's spatial
+    acceleration at zero joint acceleration ``(1, W, 6)``, all in world axes about the first
+    body's origin, by one sweep:
+
+        V_w(k) = V_w(℘(k)) + H*_w(k) θ̇(k),    α₀(k) = α₀(℘(k)) + V_w(k) ×ₘ H*_w(k) θ̇(k)
+
+    (Jain eqs. 3.19 and 5.14 with ``θ̈ = 0`` and every ``φ`` the identity), the world
+    accelerating by ``root_acceleration``."""
+    levels = _centred_levels(levels, topo)
+
+    def step(parent, level):
+        (pr, pp, pv, pa), (r, p, joint_local) = parent, level.x
+        wr, wp = spatial.compose(pr, pp, r, p)
+        joint = spatial.motion_to_parent(wr, wp, joint_local)
+        vel = pv + joint
+        acc = pa + spatial.motion_cross(vel, joint)
+        return (wr, wp, vel, acc), tuple(zip(*(level.per_kernel(y) for y in (wr, wp, vel, joint, acc))))
+
+    dtype = levels.rel_p.dtype
+    root = (jnp.eye(3, dtype=dtype), jnp.zeros(3, dtype), jnp.zeros(6, dtype), root_acceleration)
+    xs = (levels.rel_r, levels.rel_p, joint_motion(levels.axes, v_blocks))
+    wr, wp, vel, joint, acc = in_slots(scatter(topo, step, root, xs, unroll=unroll))
+    return WorldKinematics(wr, wp, world_subspace_blocks(topo, levels, wr, wp), vel, joint), acc
+
+
 def frame_poses(model: Model, body_r: jax.Array, body_p: jax.Array) -> Poses:
     """World poses of all frames from the world poses of the bodies."""
     dtype = body_p.dtype
