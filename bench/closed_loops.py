@@ -1,14 +1,14 @@
 """Closed-loop forward dynamics against the tree's and against Pinocchio's ``constraintDynamics``.
 
-For the four-bar and the delta-like mechanism of ``tests/test_loop_closures.py`` (MJCF with
-``<equality connect>``), float64, one process: ``sodyn.jit(jax.vmap(...))`` of
+For the four-bar and the delta-like mechanism of ``tests/mechanisms.py`` (MJCF with
+``<equality connect>``), float64 (``--dtype``), on JAX's default device, one process: ``sodyn.jit(jax.vmap(...))`` of
 ``constrained_forward_dynamics`` (augmented) and of ``forward_dynamics`` on the open tree at
 batch ``--batch`` (taking turns in each round: the best time of each over ``--rounds``, and the
 median over rounds of the ratio of the two times taken in the same round), and Pinocchio 4's
 ``constraintDynamics`` called per sample from Python (one thread; the Python call overhead is
-included and stated).  Prints a markdown table.
+included and stated; left out where Pinocchio is not installed).  Prints a markdown table.
 
-    python bench/closed_loops.py [--batch 4096] [--rounds 30]
+    python bench/closed_loops.py [--batch 4096] [--rounds 30] [--dtype float32]
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import sodyn as sd  # noqa: E402
 from sodyn.io.mjcf import q_to_mujoco, v_to_mujoco  # noqa: E402
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests"))
-from test_loop_closures import DELTA, FOURBAR  # noqa: E402
+from mechanisms import DELTA, FOURBAR  # noqa: E402
 
 
 def _timed(fns, rounds: int) -> list[list[float]]:
@@ -49,26 +49,37 @@ def main() -> None:
     p.add_argument("--batch", type=int, default=4096)
     p.add_argument("--rounds", type=int, default=30)
     p.add_argument("--pin-samples", type=int, default=2000)
+    p.add_argument("--dtype", choices=("float64", "float32"), default="float64")
     args = p.parse_args()
-    import pinocchio as pin
+    try:
+        import pinocchio as pin
+    except ImportError:  # a machine without Pinocchio (the GPU machine): sodyn's columns only
+        pin = None
+    dtype = getattr(jax.numpy, args.dtype)
 
     sd.runtime.reuse_freed_memory()
+    print(f"{jax.devices()[0].device_kind}, jax {jax.__version__}, {args.dtype}, B = {args.batch}\n")
     print("| mechanism | nv | rows | tree FD µs | closed-loop FD µs | ratio of best | median paired ratio | "
           "Pinocchio constraintDynamics µs | sodyn / Pinocchio |")
     print("|---|---|---|---|---|---|---|---|---|")
     for name, xml in (("four-bar", FOURBAR), ("delta", DELTA)):
         model, eq = sd.load_mjcf(xml, with_constraints=True)
+        model = model.astype(dtype)
         closures = sd.LoopClosures.from_equality(model, eq)
         keys = jax.random.split(jax.random.PRNGKey(0), args.batch)
-        q = jax.vmap(lambda k: sd.integrate(model, model.q_neutral, 0.2 * jax.random.normal(k, (model.nv,))))(keys)
-        v = 0.1 * jax.random.normal(jax.random.PRNGKey(1), (args.batch, model.nv))
-        tau = 0.1 * jax.random.normal(jax.random.PRNGKey(2), (args.batch, model.nv))
+        q = jax.vmap(lambda k: sd.integrate(model, model.q_neutral, 0.2 * jax.random.normal(k, (model.nv,), dtype)))(keys)
+        v = 0.1 * jax.random.normal(jax.random.PRNGKey(1), (args.batch, model.nv), dtype)
+        tau = 0.1 * jax.random.normal(jax.random.PRNGKey(2), (args.batch, model.nv), dtype)
         tree = sd.jit(jax.vmap(lambda q, v, t: sd.forward_dynamics(model, q, v, t)))
         closed = sd.jit(jax.vmap(lambda q, v, t: sd.constrained_forward_dynamics(model, q, v, t, closures)[0]))
         jax.block_until_ready((tree(q, v, tau), closed(q, v, tau)))
         times_tree, times_closed = _timed([lambda: tree(q, v, tau), lambda: closed(q, v, tau)], args.rounds)
         t_tree, t_closed = (min(t) / args.batch * 1e6 for t in (times_tree, times_closed))
         paired = float(np.median([c / t for c, t in zip(times_closed, times_tree)]))
+        if pin is None:
+            print(f"| {name} | {model.nv} | {closures.n_rows} | {t_tree:.3g} | {t_closed:.3g} | "
+                  f"{t_closed / t_tree:.2f} | {paired:.2f} | – | – |")
+            continue
 
         path = pathlib.Path(tempfile.mkdtemp()) / f"{name}.xml"
         path.write_text(xml)
