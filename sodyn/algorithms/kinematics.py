@@ -119,35 +119,25 @@ def world_kinematics_levels(levels: Levels, topo, v_blocks: list[jax.Array], unr
 
     A body's world velocity is the sum of its ancestors' joint terms: a masked sum for narrow
     trees (:data:`MASKED_VELOCITY_SLOTS`); wider trees (long chains) add them up in the poses'
-    sweep, one sweep rather than two.  ``unroll`` levels per step of the sweep's scans.
+    sweep (:func:`world_motions_levels`), one sweep rather than two.  ``unroll`` levels per step
+    of the sweep's scans.
     """
-    levels = _centred_levels(levels, topo)
     if topo.width <= MASKED_VELOCITY_SLOTS:
+        levels = _centred_levels(levels, topo)
         wr, wp = world_poses_levels(levels, topo, unroll)
         axes = world_subspace_blocks(topo, levels, wr, wp)
         joint = jnp.concatenate([spatial.mtv(a, x) for a, x in zip(axes, v_blocks)], axis=1)
         anc = jnp.asarray(slot_ancestors(topo), joint.dtype)
         return WorldKinematics(wr, wp, axes, contract("...wu,...ui->...wi", anc, joint), joint)
 
-    def step(parent, level):
-        (pr, pp, pv), (r, p, joint_local) = parent, level.x
-        wr, wp = spatial.compose(pr, pp, r, p)
-        joint = spatial.motion_to_parent(wr, wp, joint_local)
-        vel = pv + joint
-        return (wr, wp, vel), tuple(zip(*(level.per_kernel(y) for y in (wr, wp, vel, joint))))
-
-    dtype = levels.rel_p.dtype
-    root = (jnp.eye(3, dtype=dtype), jnp.zeros(3, dtype), jnp.zeros(6, dtype))
-    xs = (levels.rel_r, levels.rel_p, joint_motion(levels.axes, v_blocks))
-    wr, wp, vel, joint = in_slots(scatter(topo, step, root, xs, unroll=unroll))
-    return WorldKinematics(wr, wp, world_subspace_blocks(topo, levels, wr, wp), vel, joint)
+    return world_motions_levels(levels, topo, v_blocks, None, unroll)[0]
 
 
-def world_motions_levels(levels: Levels, topo, v_blocks: list[jax.Array], root_acceleration: jax.Array,
-                         unroll: int = 1) -> tuple[WorldKinematics, jax.Array]:
-    """:func:`world_kinematics_levels`' poses, axes and velocities, and each body's spatial
-    acceleration at zero joint acceleration ``(1, W, 6)``, all in world axes about the first
-    body's origin, by one sweep:
+def world_motions_levels(levels: Levels, topo, v_blocks: list[jax.Array], root_acceleration: jax.Array | None,
+                         unroll: int = 1) -> tuple[WorldKinematics, jax.Array | None]:
+    """:func:`world_kinematics_levels`' poses, axes and velocities and (unless
+    ``root_acceleration`` is ``None``) each body's spatial acceleration at zero joint
+    acceleration ``(1, W, 6)``, all in world axes about the first body's origin, by one sweep:
 
         V_w(k) = V_w(℘(k)) + H*_w(k) θ̇(k),    α₀(k) = α₀(℘(k)) + V_w(k) ×ₘ H*_w(k) θ̇(k)
 
@@ -160,14 +150,15 @@ def world_motions_levels(levels: Levels, topo, v_blocks: list[jax.Array], root_a
         wr, wp = spatial.compose(pr, pp, r, p)
         joint = spatial.motion_to_parent(wr, wp, joint_local)
         vel = pv + joint
-        acc = pa + spatial.motion_cross(vel, joint)
-        return (wr, wp, vel, acc), tuple(zip(*(level.per_kernel(y) for y in (wr, wp, vel, joint, acc))))
+        acc = None if pa is None else pa + spatial.motion_cross(vel, joint)
+        outs = (wr, wp, vel, joint) + (() if acc is None else (acc,))
+        return (wr, wp, vel, acc), tuple(zip(*(level.per_kernel(y) for y in outs)))
 
     dtype = levels.rel_p.dtype
     root = (jnp.eye(3, dtype=dtype), jnp.zeros(3, dtype), jnp.zeros(6, dtype), root_acceleration)
     xs = (levels.rel_r, levels.rel_p, joint_motion(levels.axes, v_blocks))
-    wr, wp, vel, joint, acc = in_slots(scatter(topo, step, root, xs, unroll=unroll))
-    return WorldKinematics(wr, wp, world_subspace_blocks(topo, levels, wr, wp), vel, joint), acc
+    wr, wp, vel, joint, *acc = in_slots(scatter(topo, step, root, xs, unroll=unroll))
+    return WorldKinematics(wr, wp, world_subspace_blocks(topo, levels, wr, wp), vel, joint), (acc[0] if acc else None)
 
 
 def frame_poses(model: Model, body_r: jax.Array, body_p: jax.Array) -> Poses:
