@@ -141,10 +141,10 @@ def body_frames(model: Model, levels: Levels) -> Frames:
 def world_frames(model: Model, levels: Levels) -> Frames:
     """The ``"world"`` frames: world axes about the first body's origin."""
     wr, wp = centred_world_poses_levels(levels, model.topology)
-    return _world_frames_at(model, wr, wp, world_subspace_blocks(model.topology, levels, wr, wp))
+    return world_frames_at(model, wr, wp, world_subspace_blocks(model.topology, levels, wr, wp))
 
 
-def _world_frames_at(model: Model, wr: jax.Array, wp: jax.Array, axes: list[jax.Array]) -> Frames:
+def world_frames_at(model: Model, wr: jax.Array, wp: jax.Array, axes: list[jax.Array]) -> Frames:
     """The ``"world"`` frames of bodies at the centred world poses ``(R_w, p_w)`` with world
     joint axes ``axes`` (per kernel, rows ``(1, W_k, nv_k, 6)``)."""
     params = spatial.world_inertia_parameters(*mass_parameter_levels(model, wp.dtype), wr, wp)
@@ -386,7 +386,7 @@ def forward_terms(model: Model, q, v, f_ext, convention: str, unroll: int):
         vel, joint = velocities_levels(levels, topo, v_blocks, unroll)
     else:
         wr, wp, axes, vel, joint = world_kinematics_levels(levels, topo, v_blocks, unroll)
-        frames = _world_frames_at(model, wr, wp, axes)
+        frames = world_frames_at(model, wr, wp, axes)
         if f_local is not None:
             f_local = spatial.force_to_parent(wr, wp, f_local)
     coriolis = spatial.motion_cross(vel, joint)

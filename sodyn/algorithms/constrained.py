@@ -22,17 +22,16 @@ accelerating by ``−g``) there, hence ``𝔡``, ``G_c θ̇``, ``Ġ_c θ̇`` and
 (each row a wrench about ``o`` — ``[p_a × e; e]`` for a point row along ``e``, ``[e; 0]`` for
 an angular row, ``nᵀ`` times the point rows for a distance — against the joint axes there, on
 the bodies' ancestors; frame 2's negated).  One Riccati/innovations gather (Alg. 7.1, 7.2)
-then carries the ``n_c`` columns of ``G_c*`` beside
-``T − C``: with ``N = D⁻¹ [I − HψK]``, ``𝓜⁻¹ = N* D N`` (Lemma 7.5), so ``G_c 𝓜⁻¹ G_c* =
-Σ_k ε_c* ν_c`` and ``G_c θ̈_f = Σ_k ε_c* ν_f`` come out of the gather (``ε = D ν``), with no
-acceleration scatter per column
+then carries the ``n_c`` columns of ``G_c*`` beside ``T − C``: with ``N = D⁻¹ [I − HψK]``,
+``𝓜⁻¹ = N* D N`` (Lemma 7.5), so ``G_c 𝓜⁻¹ G_c* = Σ_k ε_c* ν_c`` and ``G_c θ̈_f =
+Σ_k ε_c* ν_f`` come out of the gather (``ε = D ν``), with no acceleration scatter per column
 (:func:`~sodyn.algorithms.articulated.riccati_and_innovation_columns`); in world axes the
-columns pass from body to parent untransformed.  The velocity terms
-ride in the bias forces, ``b̃ = V ×* M V − f_ext + M (α₀ + 𝔤)``, so the one acceleration
-scatter, run after the solve on ``ν_f + ν_c λ``, starts from rest.  A call costs
-``O(N · n_c)`` plus the ``n_c × n_c`` solve; 𝓜 is never formed or factored.  The small dense
-solve is a proximal-point iteration (as Pinocchio's ``ProximalSettings``): with ``A =
-G_c 𝓜⁻¹ G_c*``, ``𝔡̈_f = G_c θ̈_f − 𝔘́`` and ``ρ > 0``,
+columns pass from body to parent untransformed.  The velocity terms ride in the bias forces,
+``b̃ = V ×* M V − f_ext + M (α₀ + 𝔤)``, so the one acceleration scatter, run after the solve
+on ``ν_f + ν_c λ``, starts from rest.  A call costs ``O(N · n_c)`` plus the ``n_c × n_c``
+solve; 𝓜 is never formed or factored.  The small dense solve is a proximal-point iteration
+(as Pinocchio's ``ProximalSettings``): with ``A = G_c 𝓜⁻¹ G_c*``, ``𝔡̈_f = G_c θ̈_f − 𝔘́``
+and ``ρ > 0``,
 
     (A + ρ I) λ_{k+1} = −𝔡̈_f + ρ λ_k,        λ_0 = 0,
 
@@ -73,7 +72,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from sodyn import spatial
-from sodyn.algorithms.articulated import _world_frames_at, accelerations, riccati_and_innovation_columns
+from sodyn.algorithms.articulated import accelerations, riccati_and_innovation_columns, world_frames_at
 from sodyn.algorithms.common import check_state, gravity_acceleration, model_params, prepare
 from sodyn.algorithms.kinematics import (
     WorldKinematics,
@@ -125,7 +124,7 @@ class ClosureRows(NamedTuple):
 
 class _Motions(NamedTuple):
     """The bodies' kinematics in world axes about the first body's origin ``o`` (a point fixed
-    in space at this instant; :func:`~sodyn.algorithms.kinematics.world_kinematics_levels`):
+    in space at this instant; :func:`~sodyn.algorithms.kinematics.world_motions_levels`):
     poses, joint axes, velocities ``V_w`` and joint terms; ``acceleration`` ``α₀ + 𝔤`` at
     ``θ̈ = 0`` with the world accelerating by ``−g`` ``(1, W, 6)``; ``origin`` ``o`` in world
     coordinates ``(3,)``."""
@@ -445,9 +444,8 @@ def _augmented(model: Model, mo: _Motions, v, tau, f_ext, columns, offset, regul
     In world axes about ``o`` (:class:`_Motions`; ``f_ext`` and ``B`` carried there from the
     body frames).  With the bodies' accelerations ``α = α̃ + α₀ + 𝔤`` split into ``α̃``
     (``α̃(℘) + H* θ̈``, no velocity terms), ``α₀`` (``θ̈ = 0``, from the kinematics scatter) and
-    the world's ``−g``,
-    the tree's equations ``(M + B) α + b = …`` are those of a tree without velocity terms and
-    with bias forces ``b̃ = b + (M + B)(α₀ + 𝔤)``, ``b = V ×* M V − f_ext``.  The gather on them
+    the world's ``−g``, the tree's equations ``(M + B) α + b = …`` are those of a tree without
+    velocity terms and with bias forces ``b̃ = b + (M + B)(α₀ + 𝔤)``, ``b = V ×* M V − f_ext``.  The gather on them
     carries the columns of ``G_c*`` beside ``T − C`` and gives ``A = G_c 𝓜⁻¹ G_c*`` and
     ``G_c θ̈_f`` (:func:`~sodyn.algorithms.articulated.riccati_and_innovation_columns`);
     ``offset = −𝔘́``.  After the solve for ``λ`` the scatter runs once, on ``ν_f + ν_c λ``.
@@ -456,7 +454,7 @@ def _augmented(model: Model, mo: _Motions, v, tau, f_ext, columns, offset, regul
     kin = mo.kin
     dtype = kin.translation.dtype
     m = model_params(model, dtype)
-    frames = _world_frames_at(model, kin.rotation, kin.translation, kin.axes)
+    frames = world_frames_at(model, kin.rotation, kin.translation, kin.axes)
     vel, acc = kin.velocity, mo.acceleration  # acc: α₀ + 𝔤
     bias = spatial.force_cross(vel, spatial.apply_inertia(*frames.inertia, vel))
     bias = bias + spatial.apply_inertia(*frames.inertia, acc)
