@@ -212,6 +212,48 @@ def test_weld_and_distance_against_dense_oracles():
     np.testing.assert_allclose(_rows(model, q0, v, closures).bias, gdot_v, atol=1e-11)
 
 
+def test_floating_base_closures_against_dense_oracles():
+    """A floating-base random tree (helical, planar, revolute joints) closed by a point to the
+    world, a weld and a distance: the closure rows are exact (``G_c`` and ``Ġ_c θ̇`` against
+    automatic differentiation along ``q ⊕ ε``), and augmented = projected = a dense KKT solve off
+    the constraint manifold, with ``f_ext``.  The recursions run about the floating base's origin,
+    which moves with ``q``."""
+    model = sd.models.random_tree(n_bodies=10, seed=4, floating_base=True)
+    q0 = sd.random_configuration(model, jax.random.PRNGKey(1))
+    b = model.body_names
+    closures = (LoopClosures.point(model, b[2], "world", q=q0, anchor1=jnp.array([0.1, 0.0, 0.05]))
+                + LoopClosures.weld(model, b[3], b[5], q=q0) + LoopClosures.distance(model, b[1], b[4], q=q0))
+    rng = np.random.default_rng(0)
+    v = jnp.asarray(rng.normal(size=model.nv))
+
+    @jax.jit
+    def rows_and_derivatives(q0, v):
+        jac = jax.jacfwd(lambda e: constraint_residual(model, sd.integrate(model, q0, e), closures))(v * 0)
+        _, gdot_v = jax.jvp(lambda t: constraint_jacobian(model, sd.integrate(model, q0, t * v), closures) @ v,
+                            (jnp.zeros((), v.dtype),), (jnp.ones((), v.dtype),))
+        return closure_rows(model, q0, v, closures), jac, gdot_v
+
+    rows, jac_ad, gdot_v = rows_and_derivatives(q0, v)
+    np.testing.assert_allclose(rows.residual, 0.0, atol=1e-12)
+    np.testing.assert_allclose(rows.jacobian, jac_ad, atol=1e-12)
+    np.testing.assert_allclose(rows.bias, gdot_v, atol=1e-11)
+
+    q = _integrate(model, q0, jnp.asarray(0.05 * rng.normal(size=model.nv)))
+    tau, f_ext = jnp.asarray(rng.normal(size=model.nv)), jnp.asarray(rng.normal(size=(model.n_bodies, 6)))
+    qdd, f = _cfd(model, q, v, tau, closures, f_ext=f_ext)
+    qdd_p, _ = _cfd(model, q, v, tau, closures, f_ext=f_ext, method="projected")
+    rows = _rows(model, q, v, closures)
+    alpha, beta = sd.algorithms.constrained.DEFAULT_STABILIZATION
+    target = -rows.bias - alpha * (rows.jacobian @ v) - beta * rows.residual
+    m, c = jax.jit(lambda q, v, f: (mass_matrix(model, q), bias_forces(model, q, v, f)))(q, v, f_ext)
+    kkt = np.block([[m, -rows.jacobian.T], [rows.jacobian, np.zeros((closures.n_rows,) * 2)]])
+    sol = np.linalg.solve(kkt, np.concatenate([tau - c, target]))
+    scale = np.abs(sol[:model.nv]).max()
+    np.testing.assert_allclose(qdd, qdd_p, atol=1e-11 * scale)
+    np.testing.assert_allclose(qdd, sol[:model.nv], atol=1e-11 * scale)
+    np.testing.assert_allclose(f.lambda_, sol[model.nv:], atol=1e-11 * np.abs(sol[model.nv:]).max())
+
+
 @pytest.mark.fast
 def test_unrolled_and_lapack_solves_agree(monkeypatch):
     """The proximal solve's unrolled Cholesky (up to ``SMALL_SOLVE`` rows) and LAPACK's give the
