@@ -2,13 +2,16 @@
 ``equinox.filter_jit(jax.vmap(f))`` and ``sodyn.jit(jax.vmap(f))``, against Pinocchio (float64:
 ``abaInParallel`` / ``rneaInParallel`` with one thread, ``crba`` and ``computeMinverse`` loops).
 
-The process runs a JAX computation before it imports sodyn, as a user's program would.  Ops:
+The process runs a JAX computation before it imports sodyn, as a user's program may, so that
+sodyn's import-time fallback (:func:`sodyn.runtime.xla.prefer_classic_emitters`) cannot apply;
+``--import-sodyn-first`` imports sodyn before that computation instead, as ``import jax, sodyn``
+at the top of a program does, and measures with the fallback.  Ops:
 forward dynamics, inverse dynamics, ``M``, ``M⁻¹`` (batch ``--batch``), and ``jax.grad`` of a
 ``--steps``-step semi-implicit Euler rollout's loss with respect to its torques (batch
 ``--rollout-batch`` initial configurations, at rest, at zero torque, joint damping off).  Each variant is compiled once (its compile time is
 reported) and the variants are timed in interleaved rounds; a row gives the median time per
 sample and, in brackets, its ratio to ``sodyn.jit``'s.  The table replaces this JAX version's
-section of ``--out`` (``bench/results.md``)::
+(and mode's) section of ``--out`` (``bench/results.md``)::
 
     python bench/jit_paths.py                       # Panda, Solo12, Talos; float64 and float32
     python bench/jit_paths.py --models panda --dtypes float64 --rounds 3 --out /tmp/r.md
@@ -28,7 +31,11 @@ import jax.numpy as jnp
 import numpy as np
 
 jax.config.update("jax_enable_x64", True)
-jnp.zeros(1).block_until_ready()  # JAX runs before sodyn is imported
+IMPORT_FIRST = "--import-sodyn-first" in sys.argv[1:]
+if IMPORT_FIRST:
+    import sodyn  # noqa: F401
+jnp.zeros(1).block_until_ready()  # JAX runs before sodyn is imported (unless --import-sodyn-first)
+MODE = " (sodyn imported first)" if IMPORT_FIRST else ""
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
@@ -150,7 +157,10 @@ def run(args) -> str:
 
 
 def _table(rows, args) -> str:
-    head = (f"### Plain `jax.jit`, `eqx.filter_jit` and `sodyn.jit` on one device (jax {jax.__version__})\n\n"
+    when = ("sodyn imported before the process's first JAX computation, `XLA_FLAGS` = "
+            f"`{os.environ.get('XLA_FLAGS', '')}`" if IMPORT_FIRST else "a JAX computation before `import sodyn`")
+    head = (f"### Plain `jax.jit`, `eqx.filter_jit` and `sodyn.jit` on one device (jax {jax.__version__}){MODE}\n\n"
+            f"{when}. "
             f"{datetime.date.today()}, commit `{provenance.commit()}`, {provenance.machine()}, Python {platform.python_version()}. "
             f"µs per sample (median of {args.rounds} interleaved rounds of 3 calls), in brackets the ratio to "
             f"`sodyn.jit`; Pinocchio float64, one thread (`abaInParallel`, `rneaInParallel`, `crba` and "
@@ -172,8 +182,8 @@ def _table(rows, args) -> str:
 
 def _write(section: str, path: str) -> None:
     """Replace (or append) this JAX version's section of ``path``."""
-    provenance.write_section(path, f"<!-- jit_paths jax {jax.__version__} -->",
-                             f"<!-- /jit_paths jax {jax.__version__} -->", section)
+    provenance.write_section(path, f"<!-- jit_paths jax {jax.__version__}{MODE} -->",
+                             f"<!-- /jit_paths jax {jax.__version__}{MODE} -->", section)
 
 
 def main(argv=None) -> int:
@@ -190,6 +200,8 @@ def main(argv=None) -> int:
     p.add_argument("--rounds", type=int, default=7, help="interleaved timing rounds (default: 7)")
     p.add_argument("--skip", default="", type=lambda s: s.split(","), help="'pin' to leave Pinocchio out")
     p.add_argument("--out", default=os.path.join(HERE, "results.md"), help="markdown file to update")
+    p.add_argument("--import-sodyn-first", action="store_true",
+                   help="import sodyn before the process's first JAX computation (read before JAX starts)")
     args = p.parse_args(argv)
     bad = [op for op in args.ops if op not in OPS]
     if bad:

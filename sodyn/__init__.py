@@ -5,6 +5,11 @@ Every public function is a pure function of ``(model, q, ...)`` that works under
 How programs run is tuned apart from the math, in :mod:`sodyn.runtime`: :func:`sodyn.jit`
 (``jax.jit`` plus XLA:CPU compile options), :func:`sodyn.batch` (a batch mapped in cache-sized
 chunks and split across CPU cores) and :func:`sodyn.use_cpu_cores`.
+
+Importing sodyn before the process's first JAX computation, on jaxlib before 0.11, adds
+``--xla_cpu_use_fusion_emitters=false`` to ``XLA_FLAGS`` (the code generator :func:`sodyn.jit`
+selects, for every program of the process); ``SODYN_KEEP_XLA_FLAGS=1`` keeps ``XLA_FLAGS`` as
+it is (:func:`sodyn.runtime.xla.prefer_classic_emitters`).
 """
 
 from sodyn.algorithms.articulated import (
@@ -90,6 +95,7 @@ from sodyn.joints import JointSpec
 from sodyn.model import Actuators, Geoms, Keyframes, Model, ModelBuilder
 from sodyn.reduce import lock_joints
 from sodyn.runtime import batch, jit, use_cpu_cores
+from sodyn.runtime.xla import prefer_classic_emitters
 from sodyn.simulate import (
     GroundContact,
     JointForces,
@@ -141,3 +147,5 @@ __all__ = [
     "Actuators", "EqualityConstraints", "Geoms", "IgnoredElementWarning", "InertiaWarning", "Keyframes",
     "LoadWarning", "SingularModelWarning", "UnsupportedElementWarning", "lock_joints",
 ]
+
+prefer_classic_emitters()  # before the process's first JAX computation only (module docstring)

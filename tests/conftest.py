@@ -17,9 +17,12 @@
 
 import os
 
-import jax
+if os.environ.get("SODYN_TEST_XLA_DEFAULTS"):  # XLA's defaults: import sodyn keeps XLA_FLAGS as given
+    os.environ["SODYN_KEEP_XLA_FLAGS"] = "1"
 
-from sodyn.runtime.xla import accepted_xla_flags
+import jax  # noqa: E402
+
+from sodyn.runtime.xla import accepted_xla_flags  # noqa: E402
 
 FAST_COMPILE_FLAGS = ("--xla_cpu_use_fusion_emitters=false", "--xla_backend_optimization_level=0")
 

@@ -1,5 +1,7 @@
 """``sodyn.batch`` (chunked batching) equals ``jax.vmap``; ``sodyn.jit`` equals ``jax.jit``."""
 
+import os
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -99,6 +101,50 @@ def test_only_options_this_xla_knows_are_passed():
     kept = supported_options({**COMPILER_OPTIONS, **LATENCY_OPTIONS})
     assert "xla_cpu_experimental_ynn_fusion_type" in kept and "xla_cpu_scheduler_type" in kept
     jax.jit(lambda x: x + 1, compiler_options=kept).lower(np.ones(2)).compile()
+
+
+_FLAGS_SCRIPT = r"""
+import os, sys
+if sys.argv[1] == "computed_first":
+    import jax.numpy as jnp
+    jnp.zeros(1).block_until_ready()
+import sodyn
+import jax.numpy as jnp
+print(repr(os.environ.get("XLA_FLAGS", "")))
+jnp.ones(3).sum().block_until_ready()  # XLA starts with those flags (it aborts on one it does not know)
+"""
+
+
+@pytest.mark.fast
+def test_import_adds_the_classic_emitters_flag_only_before_jax_starts():
+    """``import sodyn`` adds ``--xla_cpu_use_fusion_emitters=false`` to ``XLA_FLAGS`` where
+    jaxlib is older than 0.11 and JAX has not run a computation, keeps ``XLA_FLAGS`` otherwise
+    (set already, ``SODYN_KEEP_XLA_FLAGS``, a computation first, newer jaxlib), and each process
+    then runs."""
+    import subprocess
+    import sys
+
+    from sodyn.runtime.xla import CLASSIC_EMITTERS_FLAG, KEEP_XLA_FLAGS, _version
+
+    base = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", KEEP_XLA_FLAGS)}
+    base["JAX_PLATFORMS"] = "cpu"
+    cases = {  # case: (extra environment, argument, XLA_FLAGS the child must see)
+        "fresh": ({}, "import_first", CLASSIC_EMITTERS_FLAG),
+        "kept": ({KEEP_XLA_FLAGS: "1"}, "import_first", ""),
+        "computed_first": ({}, "computed_first", ""),
+        "given": ({"XLA_FLAGS": "--xla_cpu_use_fusion_emitters=true"}, "import_first",
+                  "--xla_cpu_use_fusion_emitters=true"),
+    }
+    if _version(jax.lib.__version__) >= (0, 11):  # no such flag: nothing is added, nothing aborts
+        cases["fresh"] = ({}, "import_first", "")
+        del cases["given"]
+    children = {name: subprocess.Popen([sys.executable, "-c", _FLAGS_SCRIPT, arg], env={**base, **extra},
+                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                for name, (extra, arg, _) in cases.items()}
+    for name, child in children.items():
+        out, err = child.communicate(timeout=300)
+        assert child.returncode == 0, (name, err[-2000:])
+        assert out.strip().splitlines()[-1] == repr(cases[name][2]), (name, out)
 
 
 @pytest.mark.fast

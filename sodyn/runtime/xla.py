@@ -15,6 +15,11 @@ releases, so :func:`supported_options` tries each candidate once per process on 
 program and :func:`jit` passes only those the installed XLA accepts.  Compile options belong
 to one executable: unlike ``XLA_FLAGS`` they leave the rest of the process alone.
 
+The one process-wide setting is a documented fallback, for the XLA versions whose default
+emitters are the slower ones for these programs: :func:`prefer_classic_emitters`, run by
+``import sodyn`` before JAX starts, gives plain ``jax.jit`` the classic emitters as well
+(``SODYN_KEEP_XLA_FLAGS=1`` opts out).
+
 ``jit(fun, latency=True)`` is for single-sample calls (a control loop): it adds XLA's
 memory-optimised schedule, under which a program's few hundred tiny operations run one after
 another on the calling thread instead of being handed to XLA's thread pool.  Compile options
@@ -86,6 +91,40 @@ def accepted_xla_flags(flags: Sequence[str]) -> list[str]:
         if child.returncode == 0:
             accepted.append(flag)
     return accepted
+
+
+#: The ``XLA_FLAGS`` entry :func:`prefer_classic_emitters` adds.
+CLASSIC_EMITTERS_FLAG = "--xla_cpu_use_fusion_emitters=false"
+
+#: Set this environment variable (to anything non-empty) before ``import sodyn`` to keep
+#: ``XLA_FLAGS`` as it is.
+KEEP_XLA_FLAGS = "SODYN_KEEP_XLA_FLAGS"
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in text.split(".")[:2] if x.isdigit())
+
+
+def prefer_classic_emitters() -> bool:
+    """The fallback behind plain ``jax.jit``, run once by ``import sodyn``: where the installed
+    XLA:CPU still has the classic loop emitters (jaxlib before 0.11) and JAX has not yet started
+    its backend, add :data:`CLASSIC_EMITTERS_FLAG` to ``XLA_FLAGS``.
+
+    :func:`jit` selects those emitters per executable; this gives every program of the process
+    the same, ``jax.jit`` and ``equinox.filter_jit`` included.  It does nothing when ``XLA_FLAGS``
+    already sets the option, when JAX has run a computation before ``import sodyn`` (XLA reads
+    ``XLA_FLAGS`` once, when its first client starts), on jaxlib 0.11 and later (no such flag:
+    XLA would abort on it), or when the environment variable :data:`KEEP_XLA_FLAGS` is set.
+    Returns whether it added the flag.
+    """
+    from jax._src import xla_bridge
+
+    flags = os.environ.get("XLA_FLAGS", "")
+    if (os.environ.get(KEEP_XLA_FLAGS) or _version(jax.lib.__version__) >= (0, 11)
+            or "xla_cpu_use_fusion_emitters" in flags or xla_bridge.backends_are_initialized()):
+        return False
+    os.environ["XLA_FLAGS"] = f"{flags} {CLASSIC_EMITTERS_FLAG}".strip()
+    return True
 
 
 class _Unset:
