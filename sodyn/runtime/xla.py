@@ -119,9 +119,10 @@ def prefer_classic_emitters() -> bool:
     """
     from jax._src import xla_bridge
 
+    started = getattr(xla_bridge, "backends_are_initialized", lambda: True)  # unknown: leave XLA_FLAGS
     flags = os.environ.get("XLA_FLAGS", "")
     if (os.environ.get(KEEP_XLA_FLAGS) or _version(jax.lib.__version__) >= (0, 11)
-            or "xla_cpu_use_fusion_emitters" in flags or xla_bridge.backends_are_initialized()):
+            or "xla_cpu_use_fusion_emitters" in flags or started()):
         return False
     os.environ["XLA_FLAGS"] = f"{flags} {CLASSIC_EMITTERS_FLAG}".strip()
     return True
