@@ -22,9 +22,9 @@ if os.environ.get("SODYN_TEST_XLA_DEFAULTS"):  # XLA's defaults: import sodyn ke
 
 import jax  # noqa: E402
 
-from sodyn.runtime.xla import accepted_xla_flags  # noqa: E402
+from sodyn.runtime.xla import CLASSIC_EMITTERS_FLAG, accepted_xla_flags  # noqa: E402
 
-FAST_COMPILE_FLAGS = ("--xla_cpu_use_fusion_emitters=false", "--xla_backend_optimization_level=0")
+FAST_COMPILE_FLAGS = (CLASSIC_EMITTERS_FLAG, "--xla_backend_optimization_level=0")
 
 if not os.environ.get("SODYN_TEST_XLA_DEFAULTS"):
     if "SODYN_TEST_XLA_FLAGS" not in os.environ:

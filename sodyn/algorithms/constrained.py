@@ -445,10 +445,11 @@ def _augmented(model: Model, mo: _Motions, v, tau, f_ext, columns, offset, regul
     body frames).  With the bodies' accelerations ``α = α̃ + α₀ + 𝔤`` split into ``α̃``
     (``α̃(℘) + H* θ̈``, no velocity terms), ``α₀`` (``θ̈ = 0``, from the kinematics scatter) and
     the world's ``−g``, the tree's equations ``(M + B) α + b = …`` are those of a tree without
-    velocity terms and with bias forces ``b̃ = b + (M + B)(α₀ + 𝔤)``, ``b = V ×* M V − f_ext``.  The gather on them
-    carries the columns of ``G_c*`` beside ``T − C`` and gives ``A = G_c 𝓜⁻¹ G_c*`` and
-    ``G_c θ̈_f`` (:func:`~sodyn.algorithms.articulated.riccati_and_innovation_columns`);
-    ``offset = −𝔘́``.  After the solve for ``λ`` the scatter runs once, on ``ν_f + ν_c λ``.
+    velocity terms and with bias forces ``b̃ = b + (M + B)(α₀ + 𝔤)``, ``b = V ×* M V − f_ext``.
+    The gather on them carries the columns of ``G_c*`` beside ``T − C`` and gives
+    ``A = G_c 𝓜⁻¹ G_c*`` and ``G_c θ̈_f``
+    (:func:`~sodyn.algorithms.articulated.riccati_and_innovation_columns`); ``offset = −𝔘́``.
+    After the solve for ``λ`` the scatter runs once, on ``ν_f + ν_c λ``.
     Returns ``θ̈``, ``λ`` and ``G_c θ̈ − 𝔘́``."""
     topo = model.topology
     kin = mo.kin
