@@ -2,10 +2,9 @@
 ``equinox.filter_jit(jax.vmap(f))`` and ``sodyn.jit(jax.vmap(f))``, against Pinocchio (float64:
 ``abaInParallel`` / ``rneaInParallel`` with one thread, ``crba`` and ``computeMinverse`` loops).
 
-The process runs a JAX computation before it imports sodyn, as a user's program may, so that
-sodyn's import-time fallback (:func:`sodyn.runtime.xla.prefer_classic_emitters`) cannot apply;
-``--import-sodyn-first`` imports sodyn before that computation instead, as ``import jax, sodyn``
-at the top of a program does, and measures with the fallback.  Ops:
+The process runs a JAX computation before it imports sodyn, as a user's program may; the
+section's header says whether sodyn's import-time fallback
+(:func:`sodyn.runtime.xla.prefer_classic_emitters`, jaxlib before 0.11) is in place.  Ops:
 forward dynamics, inverse dynamics, ``M``, ``M⁻¹`` (batch ``--batch``), and ``jax.grad`` of a
 ``--steps``-step semi-implicit Euler rollout's loss with respect to its torques (batch
 ``--rollout-batch`` initial configurations, at rest, at zero torque, joint damping off).  Each variant is compiled once (its compile time is
@@ -31,11 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 jax.config.update("jax_enable_x64", True)
-IMPORT_FIRST = "--import-sodyn-first" in sys.argv[1:]
-if IMPORT_FIRST:
-    import sodyn  # noqa: F401
-jnp.zeros(1).block_until_ready()  # JAX runs before sodyn is imported (unless --import-sodyn-first)
-MODE = " (sodyn imported first)" if IMPORT_FIRST else ""
+jnp.zeros(1).block_until_ready()  # JAX runs before sodyn is imported
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
@@ -157,9 +152,13 @@ def run(args) -> str:
 
 
 def _table(rows, args) -> str:
-    when = ("sodyn imported before the process's first JAX computation, `XLA_FLAGS` = "
-            f"`{os.environ.get('XLA_FLAGS', '')}`" if IMPORT_FIRST else "a JAX computation before `import sodyn`")
-    head = (f"### Plain `jax.jit`, `eqx.filter_jit` and `sodyn.jit` on one device (jax {jax.__version__}){MODE}\n\n"
+    from jax._src import compiler
+
+    fallback = getattr(compiler.get_compile_options, "__sodyn_classic_emitters__", False)
+    when = (f"A JAX computation before `import sodyn`; sodyn's import-time fallback (classic emitters for "
+            f"later CPU programs) {'in place' if fallback else 'not in place'}; `XLA_FLAGS` = "
+            f"`{os.environ.get('XLA_FLAGS', '')}`")
+    head = (f"### Plain `jax.jit`, `eqx.filter_jit` and `sodyn.jit` on one device (jax {jax.__version__})\n\n"
             f"{when}. "
             f"{datetime.date.today()}, commit `{provenance.commit()}`, {provenance.machine()}, Python {platform.python_version()}. "
             f"µs per sample (median of {args.rounds} interleaved rounds of 3 calls), in brackets the ratio to "
@@ -182,8 +181,8 @@ def _table(rows, args) -> str:
 
 def _write(section: str, path: str) -> None:
     """Replace (or append) this JAX version's section of ``path``."""
-    provenance.write_section(path, f"<!-- jit_paths jax {jax.__version__}{MODE} -->",
-                             f"<!-- /jit_paths jax {jax.__version__}{MODE} -->", section)
+    provenance.write_section(path, f"<!-- jit_paths jax {jax.__version__} -->",
+                             f"<!-- /jit_paths jax {jax.__version__} -->", section)
 
 
 def main(argv=None) -> int:
@@ -200,8 +199,6 @@ def main(argv=None) -> int:
     p.add_argument("--rounds", type=int, default=7, help="interleaved timing rounds (default: 7)")
     p.add_argument("--skip", default="", type=lambda s: s.split(","), help="'pin' to leave Pinocchio out")
     p.add_argument("--out", default=os.path.join(HERE, "results.md"), help="markdown file to update")
-    p.add_argument("--import-sodyn-first", action="store_true",
-                   help="import sodyn before the process's first JAX computation (read before JAX starts)")
     args = p.parse_args(argv)
     bad = [op for op in args.ops if op not in OPS]
     if bad:

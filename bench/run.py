@@ -236,7 +236,7 @@ def orchestrate(a):
             cmd = [sys.executable, os.path.abspath(__file__), "--worker", kind, "--model", model, "--xla-name", name,
                    "--jsonl", jsonl] + _cli(a, **over)
             # the setting's flags and nothing else: import sodyn keeps XLA_FLAGS as given
-            env = dict(os.environ, XLA_FLAGS=flags, PYTHONUNBUFFERED="1", SODYN_KEEP_XLA_FLAGS="1")
+            env = dict(os.environ, XLA_FLAGS=flags, PYTHONUNBUFFERED="1", SODYN_KEEP_XLA_DEFAULTS="1")
             print(f"== [{elapsed:5.1f} min] XLA_FLAGS={flags!r} {kind} {model}", flush=True)
             try:
                 r = subprocess.run(cmd, env=env, timeout=timeout)

@@ -6,10 +6,9 @@ How programs run is tuned apart from the math, in :mod:`sodyn.runtime`: :func:`s
 (``jax.jit`` plus XLA:CPU compile options), :func:`sodyn.batch` (a batch mapped in cache-sized
 chunks and split across CPU cores) and :func:`sodyn.use_cpu_cores`.
 
-Importing sodyn before the process's first JAX computation, on jaxlib before 0.11, adds
-``--xla_cpu_use_fusion_emitters=false`` to ``XLA_FLAGS`` (the code generator :func:`sodyn.jit`
-selects, for every program of the process); ``SODYN_KEEP_XLA_FLAGS=1`` keeps ``XLA_FLAGS`` as
-it is (:func:`sodyn.runtime.xla.prefer_classic_emitters`).
+On jaxlib before 0.11, ``import sodyn`` gives every CPU program compiled after it the compile
+option ``xla_cpu_use_fusion_emitters=False`` (the code generator :func:`sodyn.jit` selects);
+``SODYN_KEEP_XLA_DEFAULTS=1`` keeps XLA's defaults (:func:`sodyn.runtime.xla.prefer_classic_emitters`).
 """
 
 from sodyn.algorithms.articulated import (
@@ -148,4 +147,4 @@ __all__ = [
     "LoadWarning", "SingularModelWarning", "UnsupportedElementWarning", "lock_joints",
 ]
 
-prefer_classic_emitters()  # before the process's first JAX computation only (module docstring)
+prefer_classic_emitters()  # jaxlib before 0.11 only (module docstring)

@@ -17,8 +17,8 @@
 
 import os
 
-if os.environ.get("SODYN_TEST_XLA_DEFAULTS"):  # XLA's defaults: import sodyn keeps XLA_FLAGS as given
-    os.environ["SODYN_KEEP_XLA_FLAGS"] = "1"
+if os.environ.get("SODYN_TEST_XLA_DEFAULTS"):  # XLA's defaults: import sodyn adds no compile option
+    os.environ["SODYN_KEEP_XLA_DEFAULTS"] = "1"
 
 import jax  # noqa: E402
 

@@ -103,48 +103,56 @@ def test_only_options_this_xla_knows_are_passed():
     jax.jit(lambda x: x + 1, compiler_options=kept).lower(np.ones(2)).compile()
 
 
-_FLAGS_SCRIPT = r"""
-import os, sys
+_EMITTERS_SCRIPT = r"""
+import sys
 if sys.argv[1] == "computed_first":
     import jax.numpy as jnp
     jnp.zeros(1).block_until_ready()
 import sodyn
-import jax.numpy as jnp
-print(repr(os.environ.get("XLA_FLAGS", "")))
-jnp.ones(3).sum().block_until_ready()  # XLA starts with those flags (it aborts on one it does not know)
+import jax, jax.numpy as jnp
+from jax._src import compiler
+x = jnp.ones(3)
+plain = jax.jit(lambda x: jnp.sin(x).sum()).lower(x).compile()
+print(plain(x))  # the program runs (XLA rejects an option it does not know)
+print(b"xla_cpu_use_fusion_emitters" in plain.runtime_executable().serialize())
+given = {"xla_cpu_use_fusion_emitters": True}
+print(dict(compiler.get_compile_options(1, 1, env_options_overrides=given,
+                                        backend=jax.devices("cpu")[0].client).env_option_overrides) == given)
 """
 
 
 @pytest.mark.fast
-def test_import_adds_the_classic_emitters_flag_only_before_jax_starts():
-    """``import sodyn`` adds ``--xla_cpu_use_fusion_emitters=false`` to ``XLA_FLAGS`` where
-    jaxlib is older than 0.11 and JAX has not run a computation, keeps ``XLA_FLAGS`` otherwise
-    (set already, ``SODYN_KEEP_XLA_FLAGS``, a computation first, newer jaxlib), and each process
-    then runs."""
+def test_import_gives_later_cpu_programs_the_classic_emitters():
+    """On jaxlib before 0.11, a plain ``jax.jit`` program compiled after ``import sodyn`` carries
+    the compile option ``xla_cpu_use_fusion_emitters=False``, whether or not JAX ran a computation
+    first, unless ``SODYN_KEEP_XLA_DEFAULTS`` is set or ``XLA_FLAGS`` sets the option; an option
+    the caller passes wins.  On newer jaxlib nothing is added.  Each child process runs its
+    program."""
     import subprocess
     import sys
 
-    from sodyn.runtime.xla import CLASSIC_EMITTERS_FLAG, KEEP_XLA_FLAGS, _version
+    from sodyn.runtime.xla import KEEP_XLA_DEFAULTS, _version
 
-    base = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", KEEP_XLA_FLAGS)}
+    base = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", KEEP_XLA_DEFAULTS)}
     base["JAX_PLATFORMS"] = "cpu"
-    cases = {  # case: (extra environment, argument, XLA_FLAGS the child must see)
-        "fresh": ({}, "import_first", CLASSIC_EMITTERS_FLAG),
-        "kept": ({KEEP_XLA_FLAGS: "1"}, "import_first", ""),
-        "computed_first": ({}, "computed_first", ""),
-        "given": ({"XLA_FLAGS": "--xla_cpu_use_fusion_emitters=true"}, "import_first",
-                  "--xla_cpu_use_fusion_emitters=true"),
+    old = _version(jax.lib.__version__) < (0, 11)
+    cases = {  # case: (extra environment, argument, whether the program carries the option)
+        "fresh": ({}, "import_first", old),
+        "computed_first": ({}, "computed_first", old),
+        "kept": ({KEEP_XLA_DEFAULTS: "1"}, "computed_first", False),
     }
-    if _version(jax.lib.__version__) >= (0, 11):  # no such flag: nothing is added, nothing aborts
-        cases["fresh"] = ({}, "import_first", "")
-        del cases["given"]
-    children = {name: subprocess.Popen([sys.executable, "-c", _FLAGS_SCRIPT, arg], env={**base, **extra},
+    if old:
+        cases["given"] = ({"XLA_FLAGS": "--xla_cpu_use_fusion_emitters=true"}, "computed_first", False)
+    children = {name: subprocess.Popen([sys.executable, "-c", _EMITTERS_SCRIPT, arg], env={**base, **extra},
                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                 for name, (extra, arg, _) in cases.items()}
     for name, child in children.items():
         out, err = child.communicate(timeout=300)
         assert child.returncode == 0, (name, err[-2000:])
-        assert out.strip().splitlines()[-1] == repr(cases[name][2]), (name, out)
+        value, carried, caller_wins = out.strip().splitlines()[-3:]
+        assert float(value) == pytest.approx(3 * np.sin(1.0)), (name, out)
+        assert carried == str(cases[name][2]), (name, out)
+        assert caller_wins == "True", (name, out)
 
 
 @pytest.mark.fast

@@ -17,8 +17,8 @@ to one executable: unlike ``XLA_FLAGS`` they leave the rest of the process alone
 
 The one process-wide setting is a documented fallback, for the XLA versions whose default
 emitters are the slower ones for these programs: :func:`prefer_classic_emitters`, run by
-``import sodyn`` before JAX starts, gives plain ``jax.jit`` the classic emitters as well
-(``SODYN_KEEP_XLA_FLAGS=1`` opts out).
+``import sodyn``, gives the CPU programs compiled after it (plain ``jax.jit`` included) the
+classic emitters as well (``SODYN_KEEP_XLA_DEFAULTS=1`` opts out).
 
 ``jit(fun, latency=True)`` is for single-sample calls (a control loop): it adds XLA's
 memory-optimised schedule, under which a program's few hundred tiny operations run one after
@@ -38,11 +38,11 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+#: The classic loop emitters as one compile option (XLA:CPU before jaxlib 0.11).
+CLASSIC_EMITTERS: dict[str, Any] = {"xla_cpu_use_fusion_emitters": False}
+
 #: Candidate options :func:`jit` adds on the CPU (those the installed XLA knows).
-COMPILER_OPTIONS: dict[str, Any] = {
-    "xla_cpu_experimental_ynn_fusion_type": "",
-    "xla_cpu_use_fusion_emitters": False,
-}
+COMPILER_OPTIONS: dict[str, Any] = {"xla_cpu_experimental_ynn_fusion_type": "", **CLASSIC_EMITTERS}
 
 #: Candidate options ``jit(..., latency=True)`` adds on top, for single-sample calls.
 LATENCY_OPTIONS: dict[str, Any] = {
@@ -93,12 +93,13 @@ def accepted_xla_flags(flags: Sequence[str]) -> list[str]:
     return accepted
 
 
-#: The ``XLA_FLAGS`` entry :func:`prefer_classic_emitters` adds.
+#: The same as an ``XLA_FLAGS`` entry, for a process that sets its flags before JAX starts (the
+#: test suite's and the benchmarks' own settings).
 CLASSIC_EMITTERS_FLAG = "--xla_cpu_use_fusion_emitters=false"
 
-#: Set this environment variable (to anything non-empty) before ``import sodyn`` to keep
-#: ``XLA_FLAGS`` as it is.
-KEEP_XLA_FLAGS = "SODYN_KEEP_XLA_FLAGS"
+#: Set this environment variable (to anything non-empty) before ``import sodyn`` to keep XLA's
+#: defaults for the programs sodyn does not compile itself.
+KEEP_XLA_DEFAULTS = "SODYN_KEEP_XLA_DEFAULTS"
 
 
 def _version(text: str) -> tuple[int, ...]:
@@ -107,24 +108,40 @@ def _version(text: str) -> tuple[int, ...]:
 
 def prefer_classic_emitters() -> bool:
     """The fallback behind plain ``jax.jit``, run once by ``import sodyn``: where the installed
-    XLA:CPU still has the classic loop emitters (jaxlib before 0.11) and JAX has not yet started
-    its backend, add :data:`CLASSIC_EMITTERS_FLAG` to ``XLA_FLAGS``.
+    XLA:CPU still has the classic loop emitters (jaxlib before 0.11), every later CPU compilation
+    of the process gets :data:`CLASSIC_EMITTERS` as a compile option.
 
-    :func:`jit` selects those emitters per executable; this gives every program of the process
-    the same, ``jax.jit`` and ``equinox.filter_jit`` included.  It does nothing when ``XLA_FLAGS``
-    already sets the option, when JAX has run a computation before ``import sodyn`` (XLA reads
-    ``XLA_FLAGS`` once, when its first client starts), on jaxlib 0.11 and later (no such flag:
-    XLA would abort on it), or when the environment variable :data:`KEEP_XLA_FLAGS` is set.
-    Returns whether it added the flag.
+    :func:`jit` selects those emitters per executable; this gives the programs a user compiles
+    with ``jax.jit`` or ``equinox.filter_jit`` the same, whether or not JAX has already run a
+    computation.  JAX has no public setting for default compile options, so the fallback wraps
+    ``jax._src.compiler.get_compile_options`` of those JAX releases, which pass a program's
+    options to it; an option the caller gives (``jax.jit(..., compiler_options=...)``) wins.
+    It does nothing on jaxlib 0.11 and later (no such option), when ``XLA_FLAGS`` sets the
+    option, when the environment variable :data:`KEEP_XLA_DEFAULTS` is set, or when that
+    function does not take ``env_options_overrides`` and ``backend``.  Returns whether the
+    fallback is in place.
     """
-    from jax._src import xla_bridge
+    import inspect
 
-    started = getattr(xla_bridge, "backends_are_initialized", lambda: True)  # unknown: leave XLA_FLAGS
-    flags = os.environ.get("XLA_FLAGS", "")
-    if (os.environ.get(KEEP_XLA_FLAGS) or _version(jax.lib.__version__) >= (0, 11)
-            or "xla_cpu_use_fusion_emitters" in flags or started()):
+    from jax._src import compiler
+
+    original = compiler.get_compile_options
+    if getattr(original, "__sodyn_classic_emitters__", False):
+        return True
+    if (os.environ.get(KEEP_XLA_DEFAULTS) or _version(jax.lib.__version__) >= (0, 11)
+            or "xla_cpu_use_fusion_emitters" in os.environ.get("XLA_FLAGS", "")
+            or not {"env_options_overrides", "backend"} <= set(inspect.signature(original).parameters)):
         return False
-    os.environ["XLA_FLAGS"] = f"{flags} {CLASSIC_EMITTERS_FLAG}".strip()
+
+    @functools.wraps(original)
+    def get_compile_options(*args: Any, env_options_overrides: Mapping[str, Any] | None = None,
+                            backend: Any = None, **kwargs: Any) -> Any:
+        if getattr(backend, "platform", None) == "cpu":
+            env_options_overrides = {**CLASSIC_EMITTERS, **(env_options_overrides or {})}
+        return original(*args, env_options_overrides=env_options_overrides, backend=backend, **kwargs)
+
+    get_compile_options.__sodyn_classic_emitters__ = True  # type: ignore[attr-defined]
+    compiler.get_compile_options = get_compile_options
     return True
 
 
