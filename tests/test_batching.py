@@ -116,8 +116,11 @@ plain = jax.jit(lambda x: jnp.sin(x).sum()).lower(x).compile()
 print(plain(x))  # the program runs (XLA rejects an option it does not know)
 print(b"xla_cpu_use_fusion_emitters" in plain.runtime_executable().serialize())
 given = {"xla_cpu_use_fusion_emitters": True}
-print(dict(compiler.get_compile_options(1, 1, env_options_overrides=given,
-                                        backend=jax.devices("cpu")[0].client).env_option_overrides) == given)
+if getattr(compiler.get_compile_options, "__sodyn_classic_emitters__", False):  # the fallback's wrapper
+    options = compiler.get_compile_options(1, 1, env_options_overrides=given, backend=jax.devices("cpu")[0].client)
+    print(dict(options.env_option_overrides) == given)
+else:
+    print("no fallback")
 """
 
 
@@ -152,7 +155,7 @@ def test_import_gives_later_cpu_programs_the_classic_emitters():
         value, carried, caller_wins = out.strip().splitlines()[-3:]
         assert float(value) == pytest.approx(3 * np.sin(1.0)), (name, out)
         assert carried == str(cases[name][2]), (name, out)
-        assert caller_wins == "True", (name, out)
+        assert caller_wins == ("True" if cases[name][2] else "no fallback"), (name, out)
 
 
 @pytest.mark.fast
