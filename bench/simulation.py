@@ -5,7 +5,9 @@ spheres (radius 0.0175 m) against the plane ``z = 0``, time step 1 ms:
 
 1. ``step``: one default (linearly implicit) step with contact, and one ``"semi_implicit"``
    step, against forward dynamics alone, each under ``sodyn.jit(sodyn.batch(f))`` (chunks),
-   ``sodyn.jit(jax.vmap(f))`` and plain ``jax.jit(jax.vmap(f))`` at ``--batch`` samples;
+   ``sodyn.jit(jax.vmap(f))`` and plain ``jax.jit(jax.vmap(f))`` at ``--batch`` samples (where
+   XLA:CPU has the switch, also plain ``jax.jit`` with its default fusion emitters, which
+   sodyn's import-time fallback replaces by the classic ones);
 2. ``mjx``: the same step against ``mjx.step`` (the URDF without meshes loaded by MuJoCo, the
    same four spheres and a floor plane, only foot–plane contacts, the same servos as MuJoCo
    ``<position>`` actuators, Newton solver with ``--mjx-iterations`` / ``--mjx-ls-iterations``),
@@ -53,6 +55,7 @@ import models as bm  # noqa: E402
 import provenance  # noqa: E402
 
 import sodyn as sd  # noqa: E402
+from sodyn.runtime.xla import supported_options  # noqa: E402
 from sodyn.simulate import GroundContact, State, position_servos, rollout, step, stepping  # noqa: E402
 
 PARTS = ("step", "mjx", "grad", "checkpoint")
@@ -226,6 +229,9 @@ def part_step(solo: Solo, args) -> str:
     wrappers = {"sodyn.jit(sodyn.batch)": lambda f: sd.jit(sd.batch(f, devices=None)),
                 "sodyn.jit(jax.vmap)": lambda f: sd.jit(jax.vmap(f)),
                 "jax.jit(jax.vmap)": lambda f: jax.jit(jax.vmap(f))}
+    fusion = supported_options({"xla_cpu_use_fusion_emitters": True})
+    if fusion:
+        wrappers["jax.jit(jax.vmap), fusion emitters"] = lambda f: jax.jit(jax.vmap(f), compiler_options=fusion)
     calls, comp = {}, {}
     for wname, wrap in wrappers.items():
         for fname, (f, a) in fns.items():

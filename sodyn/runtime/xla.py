@@ -113,7 +113,10 @@ def prefer_classic_emitters() -> bool:
 
     :func:`jit` selects those emitters per executable; this gives the programs a user compiles
     with ``jax.jit`` or ``equinox.filter_jit`` the same, whether or not JAX has already run a
-    computation.  JAX has no public setting for default compile options, so the fallback wraps
+    computation.  They generate faster loops for the dynamics functions, while a simulation step
+    with contact runs somewhat slower under them: a program that mostly steps may opt out.
+
+    JAX has no public setting for default compile options, so the fallback wraps
     ``jax._src.compiler.get_compile_options`` of those JAX releases, which pass a program's
     options to it; an option the caller gives (``jax.jit(..., compiler_options=...)``) wins.
     It does nothing on jaxlib 0.11 and later (no such option), when ``XLA_FLAGS`` sets the
