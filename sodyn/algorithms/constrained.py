@@ -76,6 +76,7 @@ from sodyn.algorithms.articulated import accelerations, riccati_and_innovation_c
 from sodyn.algorithms.common import check_state, gravity_acceleration, model_params, prepare
 from sodyn.algorithms.kinematics import (
     WorldKinematics,
+    first_body_origin,
     slot_ancestors,
     world_motions_levels,
 )
@@ -278,7 +279,7 @@ def _motions(model: Model, q, v) -> _Motions:
     levels = prepare(model, q)
     root = gravity_acceleration(model_params(model, q.dtype), q.dtype)
     kin, acc = world_motions_levels(levels, topo, dofs_to_levels(topo, v, 0.0), root, FORWARD_UNROLL)
-    return _Motions(kin, acc, levels.rel_p[0, int(topo.body_flat[0])])
+    return _Motions(kin, acc, first_body_origin(levels, topo))
 
 
 def _jacobian(model: Model, columns: list[jax.Array]) -> jax.Array:

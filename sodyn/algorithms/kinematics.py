@@ -66,14 +66,19 @@ def world_poses_levels(levels: Levels, topo, unroll: int = 1) -> tuple[jax.Array
     return in_slots(scatter(topo, step, root, (levels.rel_r, levels.rel_p), unroll=unroll))
 
 
+def first_body_origin(levels: Levels, topo) -> jax.Array:
+    """``o``, the first body's origin in world coordinates ``(3,)``: the point the world-axes
+    recursions work about (:func:`centred_world_poses_levels`)."""
+    return levels.rel_p[0, int(topo.body_flat[0])]
+
+
 def _centred_levels(levels: Levels, topo) -> Levels:
     """``levels`` with the roots' placements taken relative to the first body's origin."""
-    root = int(topo.body_flat[0])
     real = topo.body_slot < topo.n_bodies
     is_root = jnp.asarray(real & (topo.body_level[np.where(real, topo.body_slot, 0)] == 0))
     # subtract o from the roots' own placements, not from composed world positions: no
     # cancellation between large numbers (the first body's becomes exactly zero)
-    rel_p = jnp.where(is_root[..., None], levels.rel_p - levels.rel_p[:, root:root + 1], levels.rel_p)
+    rel_p = jnp.where(is_root[..., None], levels.rel_p - first_body_origin(levels, topo), levels.rel_p)
     return levels._replace(rel_p=rel_p)
 
 
