@@ -42,6 +42,7 @@ import provenance  # noqa: E402
 
 import sodyn as sd  # noqa: E402
 from sodyn.io import q_to_pinocchio, v_to_pinocchio  # noqa: E402
+from sodyn.runtime.xla import classic_emitters_in_place  # noqa: E402
 
 OPS = ("fd", "id", "M", "Minv", "rollout_grad")
 JITS = {
@@ -152,9 +153,7 @@ def run(args) -> str:
 
 
 def _table(rows, args) -> str:
-    from jax._src import compiler
-
-    fallback = getattr(compiler.get_compile_options, "__sodyn_classic_emitters__", False)
+    fallback = classic_emitters_in_place()
     when = (f"A JAX computation before `import sodyn`; sodyn's import-time fallback (classic emitters for "
             f"later CPU programs) {'in place' if fallback else 'not in place'}; `XLA_FLAGS` = "
             f"`{os.environ.get('XLA_FLAGS', '')}`")

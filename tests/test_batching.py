@@ -111,12 +111,13 @@ if sys.argv[1] == "computed_first":
 import sodyn
 import jax, jax.numpy as jnp
 from jax._src import compiler
+from sodyn.runtime.xla import classic_emitters_in_place
 x = jnp.ones(3)
 plain = jax.jit(lambda x: jnp.sin(x).sum()).lower(x).compile()
 print(plain(x))  # the program runs (XLA rejects an option it does not know)
 print(b"xla_cpu_use_fusion_emitters" in plain.runtime_executable().serialize())
 given = {"xla_cpu_use_fusion_emitters": True}
-if getattr(compiler.get_compile_options, "__sodyn_classic_emitters__", False):  # the fallback's wrapper
+if classic_emitters_in_place():  # the fallback's wrapper
     options = compiler.get_compile_options(1, 1, env_options_overrides=given, backend=jax.devices("cpu")[0].client)
     print(dict(options.env_option_overrides) == given)
 else:

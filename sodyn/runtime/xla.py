@@ -128,9 +128,9 @@ def prefer_classic_emitters() -> bool:
 
     from jax._src import compiler
 
-    original = compiler.get_compile_options
-    if getattr(original, "__sodyn_classic_emitters__", False):
+    if classic_emitters_in_place():
         return True
+    original = compiler.get_compile_options
     if (os.environ.get(KEEP_XLA_DEFAULTS) or _version(jax.lib.__version__) >= (0, 11)
             or "xla_cpu_use_fusion_emitters" in os.environ.get("XLA_FLAGS", "")
             or not {"env_options_overrides", "backend"} <= set(inspect.signature(original).parameters)):
@@ -146,6 +146,13 @@ def prefer_classic_emitters() -> bool:
     get_compile_options.__sodyn_classic_emitters__ = True  # type: ignore[attr-defined]
     compiler.get_compile_options = get_compile_options
     return True
+
+
+def classic_emitters_in_place() -> bool:
+    """Whether :func:`prefer_classic_emitters`' fallback is in place in this process."""
+    from jax._src import compiler
+
+    return getattr(compiler.get_compile_options, "__sodyn_classic_emitters__", False)
 
 
 class _Unset:
