@@ -96,6 +96,7 @@ from sodyn.reduce import lock_joints
 from sodyn.runtime import batch, jit, use_cpu_cores
 from sodyn.runtime.xla import prefer_classic_emitters
 from sodyn.simulate import (
+    ContactModel,
     GroundContact,
     JointForces,
     RigidContact,
@@ -133,7 +134,7 @@ __all__ = [
     "operational_space_inertia", "osc_torque", "posture_torque", "simultaneous_impulses",
     "task_jacobian", "task_jdot_v", "task_pd_acceleration",
     # simulation (sodyn.simulate)
-    "GroundContact", "JointForces", "Rollout", "State", "home_state", "monte_carlo", "motors", "position_servos",
+    "ContactModel", "GroundContact", "JointForces", "Rollout", "State", "home_state", "monte_carlo", "motors", "position_servos",
     "rollout", "step",
     "RigidContact",
     # constrained, prescribed-motion and free-flying dynamics, centroidal momentum

@@ -15,11 +15,11 @@ from sodyn.io import load_mjcf, q_from_mujoco
 from sodyn.simulate.contact import (
     ONSET,
     SLIP_VELOCITY,
-    GroundContact,
     contact_terms,
     point_forces,
     restitution_coefficient,
 )
+from sodyn.simulate.ground import GroundContact
 
 jax.config.update("jax_enable_x64", True)
 mujoco = pytest.importorskip("mujoco")
@@ -188,13 +188,14 @@ def dense(setup, request):
         sd.frame_jacobians(model, q, names, "world_aligned"),  # (nb, 6, nv) at body origins
         sd.frame_jacobians(model, q, names, "local"), sd.forward_kinematics(model, q).body.translation))(q))
     body = np.asarray(contact.body)
+    n = np.asarray(contact.normal)
+    distance = pc @ n - float(contact.height)
+    pc = pc - 0.5 * distance[:, None] * n     # the contact point: midway between the surfaces (MuJoCo's)
     arm = pc - origin[body]
     skew = np.asarray(sd.spatial.skew(jnp.asarray(arm)))
     jp = jac_w[body, 3:] - np.einsum("pij,pjk->pik", skew, jac_w[body, :3])  # (nc, 3, nv)
     pdot = jp @ v
-    n = np.asarray(contact.normal)
-    law = jax.tree_util.tree_map(np.asarray, point_forces(contact, jnp.asarray(n),
-                                                          jnp.asarray(pc @ n - float(contact.height)),
+    law = jax.tree_util.tree_map(np.asarray, point_forces(contact, jnp.asarray(n), jnp.asarray(distance),
                                                           jnp.asarray(pdot)))
     explicit, implicit = jax.jit(lambda q, v, c: (contact_terms(model, c, q, v), contact_terms(model, c, q, v, dt)))(
         q, v, contact)

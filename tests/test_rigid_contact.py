@@ -50,8 +50,8 @@ def jacobian_and_minv(model, ground, q):
 
 def pinocchio_contact(pm, q_pin, v_pin, v_free_pin, bodies, points_world, normal, height, mu, restitution,
                       baumgarte, margin, dt):
-    """Pinocchio's answer to the discrete problem of the module docstring: the points (world)
-    fixed in the joints ``bodies`` with contact frames ``[t₁, t₂, n]`` (Pinocchio's cone axis
+    """Pinocchio's answer to the discrete problem of the module docstring: the points (world;
+    the sphere bottoms, moved to midway between the surfaces as sodyn's contacts are) fixed in the joints ``bodies`` with contact frames ``[t₁, t₂, n]`` (Pinocchio's cone axis
     last), ``g = (J v_free − [0, 0, b]) / dt``, ``G = J M⁻¹ Jᵀ``; only the points closer than
     ``margin`` enter.  Returns ``(active, J (3nc, nv) rows [n, t₁, t₂] in Pinocchio's velocity
     order, forces λ/dt (nc, 3) as [n, t₁, t₂], v⁺)``."""
@@ -62,6 +62,7 @@ def pinocchio_contact(pm, q_pin, v_pin, v_free_pin, bodies, points_world, normal
     rot = np.stack([c[1], c[2], c[0]], axis=1)
     distance = points_world @ normal - height
     active = distance < margin
+    points_world = points_world - 0.5 * distance[:, None] * normal   # midway between the surfaces (MuJoCo's)
     cms, cds = pin.StdVec_ConstraintModel(), pin.StdVec_ConstraintData()
     for j, p in zip(np.asarray(bodies)[active], points_world[active]):
         world = pin.SE3(rot, p)
@@ -102,7 +103,7 @@ def pinocchio_contact(pm, q_pin, v_pin, v_free_pin, bodies, points_world, normal
 
 def check_against_pinocchio(model, pm, rigid, q, v, v_free, bodies, points_world, solve):
     """Compare J, W, λ/dt (when ``unique``), Jᵀλ and v⁺ with Pinocchio; check the cone."""
-    g = rigid.ground
+    g = rigid.contact
     q_pin, v_pin, vf_pin = (np.asarray(f(model, x)) for f, x in
                             ((q_to_pinocchio, q), (v_to_pinocchio, v), (v_to_pinocchio, v_free)))
     active, jac_pin, forces_pin, v_plus_pin = pinocchio_contact(
@@ -382,7 +383,7 @@ def _loss_and_grad(model, rigid, q, x):
     """A loss of one rigid step and its gradient in ``x = [v₀ (6), μ]``."""
 
     def loss(x):
-        r = eqx.tree_at(lambda c: c.ground.friction, rigid, x[6])
+        r = eqx.tree_at(lambda c: c.contact.friction, rigid, x[6])
         s = step(model, State.initial(model, q, x[:6]), None, DT, contact=r, integrator="semi_implicit")
         return jnp.sum(s.v * jnp.arange(1.0, 7.0)) + 10.0 * jnp.sum(s.q[:3])
 
@@ -439,7 +440,7 @@ def test_bad_options_are_named(box):
                          ({"margin": -1.0}, "margin"), ({"restitution": np.ones(3)}, "restitution")):
         with pytest.raises(ValueError, match=word):
             RigidContact(ground, **kwargs)
-    with pytest.raises(ValueError, match="ground"):
+    with pytest.raises(ValueError, match="contact must be a GroundContact or a ContactModel"):
         RigidContact("floor")
     s = State.initial(model, q)
     with pytest.raises(ValueError, match="rk4"):

@@ -3,8 +3,9 @@ ground contact, rollouts and batched Monte Carlo.
 
 * :func:`step` / :func:`step_and_forces`: one step (:mod:`~sodyn.simulate.stepping`);
 * :func:`rollout`: many steps as one ``lax.scan`` (:mod:`~sodyn.simulate.rollout`);
-* :class:`GroundContact`, :func:`contact_terms`: compliant point contact with friction against a
-  plane (:mod:`~sodyn.simulate.contact`);
+* :class:`ContactModel` (the model's geoms against each other, :mod:`~sodyn.simulate.geom_contact`),
+  :class:`GroundContact` (points against a plane, :mod:`~sodyn.simulate.ground`),
+  :func:`contact_terms`: compliant contact with friction (:mod:`~sodyn.simulate.contact`);
 * :class:`RigidContact`: rigid frictional contact, impulses from the Delassus matrix of the Ω
   recursions by projected Gauss–Seidel (:mod:`~sodyn.simulate.rigid_contact`);
 * :func:`motors`, :func:`position_servos`, :func:`actuator_forces`: controls to forces
@@ -16,7 +17,9 @@ ground contact, rollouts and batched Monte Carlo.
 """
 
 from sodyn.simulate.actuation import actuator_forces, motors, position_servos
-from sodyn.simulate.contact import ContactTerms, GroundContact, contact_terms, restitution_coefficient
+from sodyn.simulate.contact import ContactTerms, contact_terms, restitution_coefficient
+from sodyn.simulate.geom_contact import ContactModel
+from sodyn.simulate.ground import GroundContact
 from sodyn.simulate.joint_forces import JointForces, joint_forces, joint_potential_energy
 from sodyn.simulate.monte_carlo import (
     MonteCarloResult,
@@ -43,7 +46,7 @@ from sodyn.simulate.stepping import INTEGRATORS, StepForces, step, step_and_forc
 
 __all__ = [
     "RigidContact", "RigidContactSolution", "contact_jacobian", "delassus_matrix", "solve_rigid_contact",
-    "actuator_forces", "contact_terms", "ContactTerms", "GroundContact", "home_sampler", "home_state",
+    "actuator_forces", "contact_terms", "ContactModel", "ContactTerms", "GroundContact", "home_sampler", "home_state",
     "INTEGRATORS", "joint_forces", "joint_potential_energy", "JointForces", "log_uniform_scale", "monte_carlo",
     "MonteCarloResult", "motors", "normal_noise", "ParameterDistribution", "position_servos", "randomize",
     "restitution_coefficient", "Rollout", "rollout", "State", "step", "step_and_forces", "StepForces", "uniform",

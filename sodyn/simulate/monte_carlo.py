@@ -63,7 +63,7 @@ from sodyn.runtime.clock import CompileClock
 from sodyn.runtime.precision import full_precision
 from sodyn.runtime.tuning import MONTE_CARLO_CPU_CHUNK, MONTE_CARLO_MEMORY_FRACTION
 from sodyn.runtime.xla import jit
-from sodyn.simulate.contact import GroundContact
+from sodyn.simulate.ground import GroundContact
 from sodyn.simulate.rollout import rollout as default_rollout
 from sodyn.simulate.state import State
 

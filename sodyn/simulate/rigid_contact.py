@@ -1,16 +1,19 @@
 r"""Rigid frictional contact on the Delassus matrix: :class:`RigidContact` and
 :func:`solve_rigid_contact`.
 
-The contact points of a :class:`~sodyn.simulate.GroundContact` (spheres of radius ``r`` on
-bodies, one plane ``{x : n·x = h}``) become unilateral constraints with an isotropic Coulomb
-cone, solved at the velocity level once per step (Stewart & Trinkle 1996; Anitescu & Potra
-1997).  Each point ``i`` on body ``k`` touches at ``p_c = p − r n``; its contact frame has
-the rows ``C = [n; t₁; t₂]`` (world axes) and its Jacobian is
+The contact slots of a compliant contact model (:class:`~sodyn.simulate.GroundContact`: points
+against a plane; :class:`~sodyn.simulate.ContactModel`: the model's geoms against each other)
+become unilateral constraints with an isotropic Coulomb cone, solved at the velocity level once
+per step (Stewart & Trinkle 1996; Anitescu & Potra 1997).  Slot ``i`` is between body 1 and
+body 2 (either may be the world) at the world point ``p`` with normal ``n`` from body 1 to body
+2 (:mod:`sodyn.simulate.contact`); its contact frame has the rows ``C = [n; t₁; t₂]`` (world
+axes) and its Jacobian is
 
-    J_i = C R_k S_i J_k,       S_i = [−r̃_c, I₃]    (r_c: the contact point in body k's frame),
+    J_i = C (R₂ S₂ J₂ − R₁ S₁ J₁),       S_s = [−r̃_s, I₃]    (r_s: p in body s's frame),
 
-with ``J_k`` the body frame's Jacobian (Jain eq. 10.1) and ``R_k`` its world rotation, so
-``J_i v`` is ``[v_n; v_t₁; v_t₂]`` of the body's material point at ``p_c``.
+with ``J_s`` the body frame's Jacobian (Jain eq. 10.1) and ``R_s`` its world rotation (a world
+side has none), so ``J_i v`` is ``[v_n; v_t₁; v_t₂]`` of body 2's material point at ``p``
+relative to body 1's.
 
 **Step.**  With ``v_free = v + dt a(q, v, τ)`` (the stepper's step without contact),
 
@@ -25,36 +28,38 @@ relaxation: a sliding contact does not lift off):
 The normal target ``b`` holds the gap, Newton's restitution law of Alexiou's impulse note
 (eq. 22: ``v_bounce = −ε v_imp``, with the approach speed ``v_imp = max(−v_n, 0)`` of ``J v``
 at the start of the step) and a Baumgarte-style penetration recovery, with the signed
-distance ``φ = n·p_c − h`` at the start of the step and ``v_n^free`` the normal velocity of
-``J v_free``:
+distance ``φ = d − d₀`` at the start of the step (``d₀`` the contact model's rest distance)
+and ``v_n^free`` the normal velocity of ``J v_free``:
 
     b = max(ε v_imp, β max(−φ, 0) / dt)     if φ ≤ 0 (touching or penetrating),
     b = ε v_imp                              if φ > 0, φ + dt v_n^free < 0 and ε v_imp > 0,
     b = −φ / dt                              otherwise (φ > 0).
 
-A point above the plane may approach it by ``φ`` in the step (speculative contact: with
-``ε = 0`` it lands exactly on the plane at the end of the step); a penetrating one is pushed
-out at the rate ``β |φ| / dt``.  A point that would reach the plane within the step
+A slot apart may close by ``φ`` in the step (speculative contact: with ``ε = 0`` its
+surfaces meet exactly at the end of the step); a penetrating one is pushed out at the rate
+``β |φ| / dt``.  A slot that would close within the step
 (``φ + dt v_n^free < 0``) with ``ε v_imp > 0`` leaves at ``ε v_imp``, wherever in the step the
 impact falls: restitution acts on the velocity (its position is then off by at most
 ``(1 + ε) φ < (1 + ε) v_imp dt``), as in Box2D's restitution pass.  A speculative target
 ``ε v_imp − φ / dt`` instead would lose up to all of the rebound speed, depending on where in
-the step the point meets the plane.  Points farther than ``margin`` from the plane
+the step the surfaces meet.  Slots farther apart than ``margin``
 (``φ ≥ margin``) are masked out of the solve (their impulse is exactly zero; the mask is a
 comparison, so it has no gradient and no NaN).
 
 **Delassus matrix** from the Ω recursions: the body frames of the contact bodies are 6D tasks,
 ``Λ⁻¹ = J_B 𝓜⁻¹ J_B*`` comes from :func:`sodyn.operational_space_compliance`'s sweeps (Jain
-eqs. 10.13–10.18; Υ scatter, Ψ gather, nearest common ancestors), and with ``A_i = C R_k S_i``
+eqs. 10.13–10.18; Υ scatter, Ψ gather, nearest common ancestors), and with the sides'
+``A_i^s = ±C R_s S_s`` (``+`` for body 2)
 
-    W_ij = A_i Λ⁻¹(k_i, k_j) A_j*,         𝓜⁻¹ J* λ = 𝓜⁻¹ (J_B* Σ_i A_i* λ_i),
+    W_ij = Σ_{s, s'} A_i^s Λ⁻¹(k_i^s, k_j^s') A_j^s'*,         𝓜⁻¹ J* λ = 𝓜⁻¹ (J_B* Σ_i Σ_s A_i^s* λ_i),
 
 the last by one innovations solve (:func:`sodyn.inverse_mass_matrix_times`, Jain Lemma 7.5)
 with the one right-hand side ``J* λ``.  ``𝓜`` is never formed or factored.
 
-**Solver:** projected Gauss–Seidel over the points, a fixed number of sweeps (``iterations``,
-static: no ``while_loop``, so ``jax.grad`` differentiates through the unrolled sweeps).  Each
-point's update, with ``r = W_i: λ + J_i v_free − [b; 0; 0]`` its current velocity residual:
+**Solver:** projected Gauss–Seidel over the slots, a fixed number of sweeps (``iterations``,
+static: no ``while_loop``, so ``jax.grad`` differentiates through them; each sweep is a
+``lax.scan`` over the slots, so the program does not grow with their number).  Each
+slot's update, with ``r = W_i: λ + J_i v_free − [b; 0; 0]`` its current velocity residual:
 
 1. the exact block step ``λ_i − W_ii⁻¹ r``, kept when it lies inside the cone (sticking);
 2. otherwise the staggered step: ``λ_n ← max(0, λ_n − r_n / W_nn)``, then the tangential
@@ -87,7 +92,7 @@ from sodyn.algorithms.kinematics import frame_jacobians
 from sodyn.configuration import integrate
 from sodyn.model import Model
 from sodyn.runtime.precision import full_precision
-from sodyn.simulate.contact import GroundContact, body_states, check_bodies, concrete_array
+from sodyn.simulate.contact import CompliantContact, body_frames, check_slot_bodies, concrete_array
 from sodyn.simulate.state import State
 from sodyn.static_index import take
 
@@ -100,39 +105,41 @@ MARGIN = 1e-2
 
 
 class RigidContact(eqx.Module):
-    r"""Rigid contact on the points of a :class:`~sodyn.simulate.GroundContact` (module
-    docstring): pass it as ``contact=`` to :func:`~sodyn.simulate.step` or
-    :func:`~sodyn.simulate.rollout`.  Only the ground's geometry and ``friction`` ``μ`` are
-    used (not its stiffness, damping, slip velocity or onset).
+    r"""Rigid contact on the slots of a compliant contact model (module docstring): pass it as
+    ``contact=`` to :func:`~sodyn.simulate.step` or :func:`~sodyn.simulate.rollout`.  Only the
+    contact model's geometry, rest distance and ``friction`` ``μ`` are used (not its stiffness,
+    damping, slip velocity or onset).
 
-    **Arguments:** ``ground``; ``iterations`` (static, ≥ 1): Gauss–Seidel sweeps per step;
-    ``restitution`` ``ε ∈ [0, 1]`` (``()`` or ``(nc,)``); ``baumgarte`` ``β ∈ [0, 1]``;
-    ``margin`` (m, ≥ 0): points farther from the plane are inactive.
+    **Arguments:** ``contact`` (a :class:`~sodyn.simulate.GroundContact` or
+    :class:`~sodyn.simulate.ContactModel`); ``iterations`` (static, ≥ 1): Gauss–Seidel sweeps
+    per step; ``restitution`` ``ε ∈ [0, 1]`` (``()`` or ``(nc,)``); ``baumgarte`` ``β ∈ [0, 1]``;
+    ``margin`` (m, ≥ 0): slots farther apart are inactive.
 
     **Raises** ``ValueError`` naming the argument (values checked when known, i.e. not under
     ``jit``/``vmap``).
     """
 
-    ground: GroundContact
+    contact: CompliantContact
     restitution: jax.Array
     baumgarte: jax.Array
     margin: jax.Array
     iterations: int = eqx.field(static=True)
 
-    def __init__(self, ground: GroundContact, *, iterations: int = ITERATIONS, restitution=0.0,
+    def __init__(self, contact: CompliantContact, *, iterations: int = ITERATIONS, restitution=0.0,
                  baumgarte=BAUMGARTE, margin=MARGIN):
-        if not isinstance(ground, GroundContact):
-            raise ValueError(f"RigidContact: ground must be a GroundContact, got {type(ground).__name__}")
+        if not isinstance(contact, CompliantContact):
+            raise ValueError(f"RigidContact: contact must be a GroundContact or a ContactModel, got "
+                             f"{type(contact).__name__}")
         if not isinstance(iterations, (int, np.integer)) or isinstance(iterations, bool) or iterations < 1:
             raise ValueError(f"RigidContact: iterations must be a positive integer, got {iterations!r}")
-        self.ground = ground
+        self.contact = contact
         self.iterations = int(iterations)
-        dtype = ground.position.dtype
+        dtype = contact.friction.dtype
         self.restitution, self.baumgarte, self.margin = (
             x if isinstance(x, jax.core.Tracer) else jnp.asarray(x, dtype) for x in (restitution, baumgarte, margin))
 
     def __check_init__(self):
-        nc = len(self.ground)
+        nc = len(self.contact)
         if self.restitution.shape not in ((), (nc,)):
             raise ValueError(f"RigidContact: restitution must be a scalar or have shape ({nc},), "
                              f"got {self.restitution.shape}")
@@ -145,14 +152,14 @@ class RigidContact(eqx.Module):
                 raise ValueError(f"RigidContact: {name} must be finite and in [{lo:g}, {hi:g}], got {x.tolist()}")
 
     def __len__(self) -> int:
-        return len(self.ground)
+        return len(self.contact)
 
 
 class RigidContactSolution(NamedTuple):
-    """What :func:`solve_rigid_contact` returns (``nc`` points, rows ``[n, t₁, t₂]``).
+    """What :func:`solve_rigid_contact` returns (``nc`` slots, rows ``[n, t₁, t₂]``).
 
     ``impulse (nc, 3)``: ``λ`` in each contact frame; ``force (nc, 3)``: the mean world-frame
-    force on the robot over the step, ``Cᵀ λ / dt``; ``v_plus (nv,)``; ``velocity (nc, 3)``:
+    force on body 2 over the step, ``Cᵀ λ / dt``; ``v_plus (nv,)``; ``velocity (nc, 3)``:
     ``J v⁺`` in the contact frames; ``distance (nc,)``: ``φ`` at the start of the step;
     ``active (nc,)``: ``φ < margin``; ``delassus (3nc, 3nc)``: ``W``."""
 
@@ -177,81 +184,90 @@ def contact_frame(normal: jax.Array) -> jax.Array:
     return jnp.stack([n, t1, t2])
 
 
-def _task_bodies(model: Model, ground: GroundContact) -> tuple[tuple[int, ...], np.ndarray]:
-    """The distinct contact bodies (static) and each point's index among them."""
-    body = check_bodies(model, ground)
-    bodies = tuple(sorted(set(body.tolist())))
-    return bodies, np.array([bodies.index(b) for b in body], dtype=np.int64)
+def _task_bodies(model: Model, contact: CompliantContact) -> tuple[tuple[int, ...], np.ndarray, np.ndarray]:
+    """The distinct contact bodies (static, the world left out), and each slot's ``(nc, 2)``
+    bodies and their indices among them (``−1`` for the world)."""
+    body1, body2 = (np.asarray(b, np.int64) for b in contact.slot_bodies(model))
+    check_slot_bodies(model, body1, body2)
+    sides = np.stack([body1, body2], axis=-1)
+    bodies = tuple(sorted(set(sides[sides >= 0].tolist())))
+    lookup = {b: i for i, b in enumerate(bodies)}
+    return bodies, sides, np.vectorize(lambda b: lookup.get(int(b), -1), otypes=[np.int64])(sides)
 
 
 def _body_tasks(model: Model, bodies) -> list[osm.FrameTask]:
     return [osm.FrameTask(model.frame_names.index(model.body_names[k]), "local") for k in bodies]
 
 
-class _Points(NamedTuple):
-    """Point kinematics at ``q``: ``maps (nc, 3, 6)`` the ``A_i = C R_k S_i``; ``distance (nc,)``."""
+class _Slots(NamedTuple):
+    """Slot kinematics at ``q``: ``maps (nc, 2, 3, 6)`` the ``±C R_k S`` of each side (zero for
+    the world), ``frame (nc, 3, 3)`` the contact frames ``C``, ``distance (nc,)`` ``φ``,
+    ``friction (nc,)``, and per velocity asked for, the slots' ``J v`` ``(nc, 3)``."""
 
     maps: jax.Array
+    frame: jax.Array
     distance: jax.Array
+    friction: jax.Array
+    velocities: list
 
 
-def _points(model: Model, ground: GroundContact, rot: jax.Array, origin: jax.Array) -> _Points:
-    """``A_i`` and ``φ`` from the bodies' world rotations ``(nc, 3, 3)`` and origins ``(nc, 3)``."""
-    dtype = rot.dtype
-    n, h = ground.normal.astype(dtype), ground.height.astype(dtype)
-    frame = contact_frame(n)
-    n_b = spatial.mtv(rot, jnp.broadcast_to(n, origin.shape))
-    r_c = ground.position.astype(dtype) - spatial.scale(ground.radius.astype(dtype), n_b)
-    distance = spatial.dot(n, origin + spatial.mv(rot, r_c)) - h
-    eye = jnp.broadcast_to(jnp.eye(3, dtype=dtype), rot.shape)
-    s = jnp.concatenate([-spatial.skew(r_c), eye], axis=-1)          # S_i = [−r̃_c, I]
-    maps = spatial.mm(spatial.mm(jnp.broadcast_to(frame, rot.shape), rot), s)
-    return _Points(maps, distance)
-
-
-def _kinematics(model: Model, ground: GroundContact, q, velocities):
-    """Per point ``_Points`` and the body twists of each velocity in ``velocities``."""
-    body = np.asarray(ground.body, np.int64)
-    slots = np.asarray(model.topology.body_flat)[body]
-    width = model.topology.width
+def _slots(model: Model, contact: CompliantContact, sides: np.ndarray, q, velocities) -> _Slots:
+    """``A_i = C_i (R₂ S₂ ⊕ −R₁ S₁)`` and ``φ_i = d_i − d₀`` of every slot (module docstring)."""
+    dtype = q.dtype
+    nb = model.n_bodies
+    rot, origin, _ = body_frames(model, q, jnp.zeros(model.nv, dtype))
+    c = contact.contacts(model, rot, origin)
+    law = contact.law(dtype)
+    frame = jax.vmap(contact_frame)(c.normal)
+    eye = jnp.broadcast_to(jnp.eye(3, dtype=dtype), frame.shape)
+    world = (sides < 0)[:, :, None, None]
+    maps = []
+    for s, sign in ((0, -1.0), (1, 1.0)):
+        idx = np.where(sides[:, s] < 0, nb, sides[:, s])
+        r_s = take(jnp.concatenate([rot, jnp.eye(3, dtype=dtype)[None]]), idx)
+        o_s = take(jnp.concatenate([origin, jnp.zeros((1, 3), dtype)]), idx)
+        r = spatial.mtv(r_s, c.position - o_s)
+        maps.append(sign * spatial.mm(spatial.mm(frame, r_s), jnp.concatenate([-spatial.skew(r), eye], axis=-1)))
+    maps = jnp.where(world, 0.0, jnp.stack(maps, axis=1))
     twists = []
     for w in velocities:
-        wr, wp, vel = body_states(model, q, w)
-        rot, origin, twist = (take(x.reshape((width,) + x.shape[2:]), slots) for x in (wr, wp, vel))
-        twists.append(twist)
-    return _points(model, ground, rot, origin), twists
+        _, _, tw = body_frames(model, q, w)
+        tw = jnp.concatenate([tw, jnp.zeros((1, 6), dtype)])
+        twists.append(sum(spatial.mv(maps[:, s], take(tw, np.where(sides[:, s] < 0, nb, sides[:, s])))
+                          for s in (0, 1)))
+    distance = c.distance - jnp.asarray(law.rest, dtype)
+    return _Slots(maps, frame, distance, jnp.broadcast_to(law.friction, distance.shape), twists)
 
 
 def _spread(maps: jax.Array, index: np.ndarray, n_bodies: int) -> jax.Array:
-    """``A`` ``(3nc, 6U)``: each point's ``A_i`` in the columns of its body (static placement)."""
-    zero = jnp.zeros((3, 6), maps.dtype)
-    rows = [jnp.concatenate([maps[i] if index[i] == u else zero for u in range(n_bodies)], axis=-1)
-            for i in range(len(index))]
-    return jnp.concatenate(rows, axis=0)
+    """``A`` ``(3nc, 6U)``: each slot's two ``A`` blocks in the columns of their bodies (static
+    placement; a world side has none)."""
+    onehot = [np.asarray(index[:, s, None] == np.arange(n_bodies)[None], maps.dtype) for s in (0, 1)]
+    a = sum(jnp.einsum("iu,iab->iaub", onehot[s], maps[:, s]) for s in (0, 1))
+    return a.reshape(3 * maps.shape[0], 6 * n_bodies)
 
 
 @full_precision
-def delassus_matrix(model: Model, ground: GroundContact, q) -> jax.Array:
-    """``W = J 𝓜⁻¹ J*`` ``(3nc, 3nc)`` of the contact points (rows ``[n, t₁, t₂]`` per point)
-    by the Ω recursions (module docstring), whether or not the points touch."""
+def delassus_matrix(model: Model, contact: CompliantContact, q) -> jax.Array:
+    """``W = J 𝓜⁻¹ J*`` ``(3nc, 3nc)`` of the contact slots (rows ``[n, t₁, t₂]`` per slot)
+    by the Ω recursions (module docstring), whether or not they touch."""
     q = check_vector(model, q, model.nq, "q")
-    bodies, index = _task_bodies(model, ground)
+    bodies, sides, index = _task_bodies(model, contact)
     tasks = osm.resolve_tasks(model, _body_tasks(model, bodies))
     sw = osm.task_sweeps(model, q, tasks, with_psi=not osm.tasks_share_their_body(model, tasks))
-    pts, _ = _kinematics(model, ground, q, [jnp.zeros(model.nv, q.dtype)])
-    a = _spread(pts.maps, index, len(bodies))
+    a = _spread(_slots(model, contact, sides, q, []).maps, index, len(bodies))
     return _symmetric(a @ osm.compliance_from_sweeps(model, tasks, sw) @ a.T)
 
 
 @full_precision
-def contact_jacobian(model: Model, ground: GroundContact, q) -> jax.Array:
-    """``J`` ``(3nc, nv)``: rows ``[n, t₁, t₂]`` (world axes) of each point's material velocity,
-    from the body frames' Jacobians (:func:`sodyn.frame_jacobians`)."""
+def contact_jacobian(model: Model, contact: CompliantContact, q) -> jax.Array:
+    """``J`` ``(3nc, nv)``: rows ``[n, t₁, t₂]`` (world axes) of each slot's relative material
+    velocity (body 2's point minus body 1's), from the body frames' Jacobians
+    (:func:`sodyn.frame_jacobians`)."""
     q = check_vector(model, q, model.nq, "q")
-    bodies, index = _task_bodies(model, ground)
+    bodies, sides, index = _task_bodies(model, contact)
     jb = frame_jacobians(model, q, [model.body_names[k] for k in bodies], "local")   # (U, 6, nv)
-    pts, _ = _kinematics(model, ground, q, [jnp.zeros(model.nv, q.dtype)])
-    return _spread(pts.maps, index, len(bodies)) @ jb.reshape((-1, model.nv))
+    return _spread(_slots(model, contact, sides, q, []).maps, index, len(bodies)) @ jb.reshape((-1, model.nv))
 
 
 def _symmetric(w: jax.Array) -> jax.Array:
@@ -269,7 +285,7 @@ def gauss_seidel(w: jax.Array, g: jax.Array, friction: jax.Array, active: jax.Ar
     """``iterations`` projected Gauss–Seidel sweeps (module docstring) for the cone
     complementarity problem ``u = W λ + g``: ``0 ≤ λ_n ⟂ u_n ≥ 0``, ``|λ_t| ≤ μ λ_n`` with
     maximal dissipation, from ``λ = 0``.  ``w (3nc, 3nc)``, ``g (nc, 3)``, ``friction (nc,)``,
-    ``active (nc,)`` bool (inactive points keep ``λ_i = 0``).  Returns ``λ (nc, 3)``."""
+    ``active (nc,)`` bool (inactive slots keep ``λ_i = 0``).  Returns ``λ (nc, 3)``."""
     nc = g.shape[0]
     dtype = w.dtype
     blocks = jnp.stack([w[3 * i:3 * i + 3, 3 * i:3 * i + 3] for i in range(nc)])        # W_ii
@@ -278,33 +294,34 @@ def gauss_seidel(w: jax.Array, g: jax.Array, friction: jax.Array, active: jax.Ar
     inv_n = jnp.where(w_nn > 0, 1.0 / jnp.where(w_nn > 0, w_nn, 1.0), 0.0)
     l_t = jnp.maximum(blocks[:, 1, 1], blocks[:, 2, 2]) + jnp.abs(blocks[:, 1, 2])   # Gershgorin ≥ λ_max(W_tt)
     inv_t = jnp.where(l_t > 0, 1.0 / jnp.where(l_t > 0, l_t, 1.0), 0.0)
-    rows = [w[3 * i:3 * i + 3] for i in range(nc)]
-    g_flat = g.reshape(-1)
+    per_slot = (w.reshape(nc, 3, 3 * nc), g, block_inv, inv_n, inv_t, friction, active, blocks[:, 1:, 0],
+                3 * jnp.arange(nc))
+
+    def update(lam, slot):
+        row, g_i, b_inv, i_n, i_t, mu, on, col, start = slot
+        lam_i = jax.lax.dynamic_slice(lam, (start,), (3,))
+        r = jnp.sum(row * lam[None], axis=-1) + g_i
+        block = lam_i - spatial.mv(b_inv, r)
+        sticking = (block[0] >= 0) & (spatial.safe_norm(block[1:]) <= mu * block[0])
+        lam_n = jnp.maximum(lam_i[0] - r[0] * i_n, 0.0)
+        lam_t = _project_disc(lam_i[1:] - (r[1:] + col * (lam_n - lam_i[0])) * i_t, mu * lam_n)
+        new = jnp.where(sticking, block, jnp.concatenate([lam_n[None], lam_t]))
+        return jax.lax.dynamic_update_slice(lam, jnp.where(on, new, 0.0), (start,)), None
 
     def sweep(lam, _):
-        for i in range(nc):
-            lam_i = lam[3 * i:3 * i + 3]
-            r = jnp.sum(rows[i] * lam[None], axis=-1) + g_flat[3 * i:3 * i + 3]
-            block = lam_i - spatial.mv(block_inv[i], r)
-            sticking = (block[0] >= 0) & (spatial.safe_norm(block[1:]) <= friction[i] * block[0])
-            lam_n = jnp.maximum(lam_i[0] - r[0] * inv_n[i], 0.0)
-            r_t = r[1:] + rows[i][1:, 3 * i] * (lam_n - lam_i[0])
-            lam_t = _project_disc(lam_i[1:] - r_t * inv_t[i], friction[i] * lam_n)
-            new = jnp.where(sticking, block, jnp.concatenate([lam_n[None], lam_t]))
-            lam = jax.lax.dynamic_update_slice(lam, jnp.where(active[i], new, 0.0), (3 * i,))
-        return lam, None
+        return jax.lax.scan(update, lam, per_slot)[0], None
 
     lam, _ = jax.lax.scan(sweep, jnp.zeros(3 * nc, dtype), None, length=iterations)
     return lam.reshape(nc, 3)
 
 
 def normal_target(phi, u_n, u_free_n, restitution, baumgarte, dt) -> jax.Array:
-    """The normal velocity target ``b`` of each point (module docstring) from its distance
+    """The normal velocity target ``b`` of each slot (module docstring) from its distance
     ``φ``, the normal velocities ``u_n`` of ``J v`` and ``u_free_n`` of ``J v_free``, the
     restitution ``ε``, the Baumgarte factor ``β`` and the step ``dt``."""
     bounce = restitution * jnp.maximum(-u_n, 0.0)                      # ε v_imp
     touching = jnp.maximum(bounce, baumgarte * jnp.maximum(-phi, 0.0) / dt)
-    impact = (phi + dt * u_free_n < 0.0) & (bounce > 0.0)              # meets the plane within the step
+    impact = (phi + dt * u_free_n < 0.0) & (bounce > 0.0)              # closes within the step
     return jnp.where(phi <= 0.0, touching, jnp.where(impact, bounce, -phi / dt))
 
 
@@ -320,29 +337,26 @@ def solve_rigid_contact(model: Model, contact: RigidContact, q, v, v_free, dt) -
     v_free = check_vector(model, v_free, model.nv, "v_free", q.dtype)
     dtype = q.dtype
     dt = jnp.asarray(dt, dtype)
-    ground = contact.ground
-    bodies, index = _task_bodies(model, ground)
+    bodies, sides, index = _task_bodies(model, contact.contact)
     tasks = osm.resolve_tasks(model, _body_tasks(model, bodies))
     sw = osm.task_sweeps(model, q, tasks, with_psi=not osm.tasks_share_their_body(model, tasks))
     comp = osm.compliance_from_sweeps(model, tasks, sw)                     # Λ⁻¹ of the body frames
-    pts, (twist, twist_free) = _kinematics(model, ground, q, [v, v_free])
-    a = _spread(pts.maps, index, len(bodies))
+    sl = _slots(model, contact.contact, sides, q, [v, v_free])
+    u0, u_free = sl.velocities                                               # J v, J v_free per slot
+    a = _spread(sl.maps, index, len(bodies))
     w = _symmetric(a @ comp @ a.T)
-    u0, u_free = spatial.mv(pts.maps, twist), spatial.mv(pts.maps, twist_free)   # J v, J v_free per point
 
-    phi = pts.distance
+    phi = sl.distance
     eps = jnp.broadcast_to(contact.restitution.astype(dtype), phi.shape)
     beta = contact.baumgarte.astype(dtype)
     bias = normal_target(phi, u0[:, 0], u_free[:, 0], eps, beta, dt)
     active = phi < contact.margin.astype(dtype)
-    mu = jnp.broadcast_to(ground.friction.astype(dtype), phi.shape)
     g = u_free - jnp.concatenate([bias[:, None], jnp.zeros((len(phi), 2), dtype)], axis=-1)
-    lam = gauss_seidel(w, g, mu, active, contact.iterations)
+    lam = gauss_seidel(w, g, sl.friction, active, contact.iterations)
 
     jac_b = frame_jacobians(model, q, [model.body_names[k] for k in bodies], "local").reshape((-1, model.nv))
     v_plus = v_free + inverse_mass_matrix_times(model, q, jac_b.T @ (a.T @ lam.reshape(-1)))
-    frame = contact_frame(ground.normal.astype(dtype))
-    force = lam @ frame / dt
+    force = jnp.einsum("ia,iab->ib", lam, sl.frame) / dt
     velocity = u_free + (w @ lam.reshape(-1)).reshape(lam.shape)
     return RigidContactSolution(lam, force, v_plus, velocity, phi, active, w)
 

@@ -50,7 +50,7 @@ from sodyn.constraints import LoopClosures
 from sodyn.model import Model
 from sodyn.model_data import Actuators
 from sodyn.simulate.actuation import actuator_forces, control_size
-from sodyn.simulate.contact import GroundContact, contact_terms
+from sodyn.simulate.contact import CompliantContact, contact_terms
 from sodyn.simulate.joint_forces import JointForces, joint_forces
 from sodyn.simulate.rigid_contact import RigidContact, rigid_contact_step
 from sodyn.simulate.state import State
@@ -79,7 +79,7 @@ class Forces(eqx.Module):
 
     actuators: Actuators | None
     joint: JointForces
-    contact: GroundContact | RigidContact | None
+    contact: CompliantContact | RigidContact | None
     constraints: LoopClosures | None = None
 
 
@@ -94,8 +94,9 @@ def resolve_forces(model: Model, actuators=None, joint_forces: JointForces | Non
         joint_forces = JointForces()
     elif not isinstance(joint_forces, JointForces):
         raise ValueError(f"joint_forces must be a JointForces value or None, got {type(joint_forces).__name__}")
-    if contact is not None and not isinstance(contact, (GroundContact, RigidContact)):
-        raise ValueError(f"contact must be a GroundContact, a RigidContact or None, got {type(contact).__name__}")
+    if contact is not None and not isinstance(contact, (CompliantContact, RigidContact)):
+        raise ValueError(f"contact must be a GroundContact, a ContactModel, a RigidContact or None, got "
+                         f"{type(contact).__name__}")
     if constraints is not None and not isinstance(constraints, LoopClosures):
         raise ValueError(f"constraints must be sodyn.LoopClosures or None, got {type(constraints).__name__}")
     return Forces(actuators, joint_forces, contact, constraints)

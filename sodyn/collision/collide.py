@@ -1,0 +1,186 @@
+r"""Collision of a model's geoms at a configuration: :func:`collide`, and the static slot layout
+the contact laws use (:class:`ContactSlots`).
+
+**Pipeline.**  The candidate pairs are fixed when the model is built
+(:func:`sodyn.collision.pairs.candidate_pairs`: MuJoCo's filtering), so the program has one
+shape for every state.  Each pair type ``(t₁, t₂)`` (``t₁ ≤ t₂`` in ``GEOM_TYPES`` order) has a
+narrow-phase function returning a fixed number of contact slots (:mod:`~sodyn.collision.
+primitives`, :mod:`~sodyn.collision.convex`); the pairs of one type run as one ``jax.vmap`` of
+that function, and the slots of all pairs are concatenated type by type.  Slot ``i`` belongs to
+the candidate pair ``pair[i]``, between geoms ``geom1[i]`` and ``geom2[i]`` on bodies
+``body1[i]`` and ``body2[i]`` (``−1``: the world).
+
+**Broad phase.**  Each step masks the pairs whose bounding spheres are farther apart than the
+pair's margin, ``|c₁ − c₂| − ρ₁ − ρ₂ > margin`` (``ρ`` the geom's bounding radius; a plane has
+none): their slots carry ``distance = FAR``.  Under ``jax.vmap`` a mask saves no arithmetic
+(every slot is computed for every world, as in MJX), so time grows linearly with the number of
+candidate pairs and compile time with the number of distinct pair types; restrict the pairs
+(:func:`~sodyn.collision.pairs.candidate_pairs`'s options) to what can touch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from sodyn import spatial
+from sodyn.collision.types import FAR, Contacts, GeomFrame
+from sodyn.model import Model
+from sodyn.static_index import take
+
+
+def pair_functions() -> tuple[dict[tuple[str, str], Callable], dict[tuple[str, str], int]]:
+    """The narrow-phase function and slot count of every supported pair type."""
+    from sodyn.collision import convex, primitives
+
+    functions = {**primitives.PAIR_FUNCTIONS, **convex.CONVEX_PAIRS}
+    slots = {**primitives.SLOTS, **convex.SLOTS}
+    return functions, slots
+
+
+class ContactSlots(eqx.Module):
+    """The static contact-slot layout of a list of candidate geom pairs (module docstring).
+
+    ``pair``, ``geom1``, ``geom2``, ``body1``, ``body2``: per slot, ``(nc,)`` integer tuples;
+    ``groups``: per pair type, ``(type1, type2, pair indices, slots per pair)`` in slot order."""
+
+    pair: tuple[int, ...] = eqx.field(static=True)
+    geom1: tuple[int, ...] = eqx.field(static=True)
+    geom2: tuple[int, ...] = eqx.field(static=True)
+    body1: tuple[int, ...] = eqx.field(static=True)
+    body2: tuple[int, ...] = eqx.field(static=True)
+    groups: tuple[tuple[str, str, tuple[int, ...], int], ...] = eqx.field(static=True)
+
+    def __len__(self) -> int:
+        return len(self.pair)
+
+
+def contact_slots(model: Model, geom1, geom2) -> ContactSlots:
+    """The slot layout of the candidate pairs ``(geom1[p], geom2[p])`` (geom indices of
+    ``model.geoms``, ``type(geom1) ≤ type(geom2)``).  Raises ``ValueError`` naming a pair of a
+    type sodyn has no narrow phase for."""
+    g = model.geoms
+    _, slots = pair_functions()
+    geom1, geom2 = (np.asarray(x, np.int64).reshape(-1) for x in (geom1, geom2))
+    by_type: dict[tuple[str, str], list[int]] = {}
+    for p, (a, b) in enumerate(zip(geom1, geom2)):
+        key = (g.type[a], g.type[b])
+        if key not in slots:
+            raise ValueError(f"collision: no narrow phase for the pair {g.names[a]!r} ({key[0]}) – "
+                             f"{g.names[b]!r} ({key[1]}); pairs are ordered plane < sphere < capsule < ellipsoid "
+                             "< cylinder < box")
+        by_type.setdefault(key, []).append(p)
+    pair, groups = [], []
+    for key in sorted(by_type, key=lambda k: (_TYPE_ORDER[k[0]], _TYPE_ORDER[k[1]])):
+        members, n = by_type[key], slots[key]
+        groups.append((key[0], key[1], tuple(members), n))
+        pair += [p for p in members for _ in range(n)]
+    pair = np.asarray(pair, np.int64)
+    g1, g2 = geom1[pair], geom2[pair]
+    body = np.asarray(g.body, np.int64)
+    as_tuple = lambda x: tuple(int(i) for i in x)  # noqa: E731
+    return ContactSlots(as_tuple(pair), as_tuple(g1), as_tuple(g2), as_tuple(body[g1]), as_tuple(body[g2]),
+                        tuple(groups))
+
+
+_TYPE_ORDER = {t: i for i, t in enumerate(("plane", "sphere", "capsule", "ellipsoid", "cylinder", "box"))}
+
+
+def geom_frames(model: Model, rotation: jax.Array, origin: jax.Array) -> GeomFrame:
+    """Every geom in world axes (``(ng, …)`` leaves) from the bodies' world rotations
+    ``(n_bodies, 3, 3)`` and origins ``(n_bodies, 3)``: ``R_g = R_b R_{b,g}``,
+    ``p_g = o_b + R_b p_{b,g}`` (world geoms keep their placement)."""
+    g = model.geoms
+    dtype = rotation.dtype
+    body = np.asarray(g.body, np.int64)
+    rot_b = take(_with_world(rotation, jnp.eye(3, dtype=dtype)), np.where(body < 0, model.n_bodies, body))
+    org_b = take(_with_world(origin, jnp.zeros(3, dtype)), np.where(body < 0, model.n_bodies, body))
+    local_r, local_p = g.rotation.astype(dtype), g.translation.astype(dtype)
+    return GeomFrame(spatial.mm(rot_b, local_r), org_b + spatial.mv(rot_b, local_p), g.size.astype(dtype))
+
+
+def _with_world(x: jax.Array, world: jax.Array) -> jax.Array:
+    """``x (n, …)`` with the world's value appended as row ``n`` (body index −1)."""
+    return jnp.concatenate([x, world[None]], axis=0)
+
+
+def bounding_radius(type_: str, size: jax.Array) -> jax.Array:
+    """Radius of a sphere about the geom's centre that holds it (``inf`` for a plane)."""
+    if type_ == "plane":
+        return jnp.full(size.shape[:-1], jnp.inf, size.dtype)
+    if type_ == "sphere":
+        return size[..., 0]
+    if type_ == "capsule":
+        return size[..., 0] + size[..., 1]
+    if type_ == "ellipsoid":
+        return jnp.max(size, axis=-1)
+    if type_ == "cylinder":
+        return jnp.sqrt(size[..., 0] ** 2 + size[..., 1] ** 2)
+    return jnp.sqrt(spatial.dot(size, size))
+
+
+def collide_frames(slots: ContactSlots, frames: GeomFrame, margin: jax.Array) -> Contacts:
+    """The contacts of every slot ``(nc, …)`` for geoms at world ``frames`` (:func:`geom_frames`),
+    with per-pair ``margin (npair,)`` for the broad-phase mask (module docstring)."""
+    functions, _ = pair_functions()
+    out = []
+    for t1, t2, members, _ in slots.groups:
+        g1 = np.asarray([slots.geom1[slots.pair.index(p)] for p in members])
+        g2 = np.asarray([slots.geom2[slots.pair.index(p)] for p in members])
+        f1 = GeomFrame(*(take(x, g1) for x in frames))
+        f2 = GeomFrame(*(take(x, g2) for x in frames))
+        c = jax.vmap(functions[(t1, t2)])(f1, f2)
+        gap = (spatial.safe_norm(f2.position - f1.position) - bounding_radius(t1, f1.size)
+               - bounding_radius(t2, f2.size))
+        far = gap > take(margin, np.asarray(members))
+        distance = jnp.where(far[:, None], jnp.asarray(FAR, c.distance.dtype), c.distance)
+        out.append(Contacts(distance.reshape(-1), c.position.reshape(-1, 3), c.normal.reshape(-1, 3)))
+    if not out:
+        dtype = frames.position.dtype
+        return Contacts(jnp.zeros((0,), dtype), jnp.zeros((0, 3), dtype), jnp.zeros((0, 3), dtype))
+    return Contacts(*(jnp.concatenate(parts, axis=0) for parts in zip(*out)))
+
+
+class ContactSet(eqx.Module):
+    """The contacts of a configuration (:func:`collide`), one entry per contact slot:
+    ``distance (nc,)`` (signed, m), ``position (nc, 3)`` and ``normal (nc, 3)`` (world; the
+    normal from ``geom1`` to ``geom2``), ``active (nc,)`` (``distance < margin`` of the pair);
+    static ``geom1``, ``geom2`` (geom indices) and ``pair`` (candidate pair index) per slot."""
+
+    distance: jax.Array
+    position: jax.Array
+    normal: jax.Array
+    active: jax.Array
+    geom1: tuple[int, ...] = eqx.field(static=True)
+    geom2: tuple[int, ...] = eqx.field(static=True)
+    pair: tuple[int, ...] = eqx.field(static=True)
+
+
+def collide(model: Model, q, pairs=None) -> ContactSet:
+    """The contacts of ``model``'s candidate geom pairs at configuration ``q (nq,)``.
+
+    ``pairs``: candidate pairs (default :func:`~sodyn.collision.pairs.candidate_pairs` of the
+    model); the margins are the pairs' combined ones
+    (:func:`~sodyn.collision.pairs.pair_parameters`).  Pure JAX: ``jit``, ``vmap`` and
+    ``grad`` go through (distances and normals are differentiable in ``q``)."""
+    from sodyn.algorithms.common import check_vector
+    from sodyn.algorithms.kinematics import forward_kinematics
+    from sodyn.collision.pairs import candidate_pairs, pair_parameters
+
+    q = check_vector(model, q, model.nq, "q")
+    if pairs is None:
+        pairs = candidate_pairs(model)
+    slots = contact_slots(model, pairs.geom1, pairs.geom2)
+    margin = jnp.asarray(pair_parameters(model, pairs).margin, q.dtype)
+    fk = forward_kinematics(model, q)
+    c = collide_frames(slots, geom_frames(model, fk.body.rotation, fk.body.translation), margin)
+    active = c.distance < take(margin, np.asarray(slots.pair, np.int64)) if len(slots) else c.distance < 0
+    return ContactSet(c.distance, c.position, c.normal, active, slots.geom1, slots.geom2, slots.pair)
+
+
+__all__ = ["ContactSet", "ContactSlots", "bounding_radius", "collide", "collide_frames", "contact_slots",
+           "geom_frames", "pair_functions"]

@@ -1,0 +1,213 @@
+"""Contact between bodies through the model's geoms (``sd.ContactModel``, ``sd.collide``): resting
+stacks, sliding and sticking on a slope, the body–body terms against dense Jacobians
+(equal and opposite forces, ``Σ J_kᵀ B_k J_k``), rigid impulses between two bodies, gradients
+against central differences, and ``jit``/``vmap`` over contact parameters."""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import sodyn as sd
+from sodyn.collision.collide import collide
+from sodyn.simulate import ContactModel, RigidContact, State, rollout
+from sodyn.simulate.contact import contact_terms
+
+jax.config.update("jax_enable_x64", True)
+pytest.importorskip("mujoco")
+
+G = 9.81
+
+
+def stack_xml(n: int, half: float = 0.05, mass: float = 1.0, tilt_deg: float = 0.0, friction: float = 1.0) -> str:
+    """``n`` free boxes of half-size ``half`` stacked on a floor (tilted about ``y`` by ``tilt_deg``)."""
+    bodies = "".join(
+        f'<body name="box{i}" pos="0 0 {half * (2 * i + 1):.6f}"><freejoint/>'
+        f'<geom name="g{i}" type="box" size="{half} {half} {half}" mass="{mass}" friction="{friction} 0 0"/></body>'
+        for i in range(n))
+    c, s = np.cos(np.radians(tilt_deg) / 2), np.sin(np.radians(tilt_deg) / 2)
+    return (f'<mujoco><worldbody><geom name="floor" type="plane" size="0 0 1" quat="{c} 0 {s} 0" '
+            f'friction="{friction} 0 0"/>{bodies}</worldbody></mujoco>')
+
+
+@pytest.fixture(scope="module")
+def two_boxes():
+    return sd.load_mjcf(stack_xml(2))
+
+
+def _tilt_deg(q_quat):
+    """Angle between the body's z axis and the world's, degrees."""
+    r = np.asarray(jax.vmap(sd.spatial.quat_to_rotation)(jnp.asarray(q_quat)))
+    return np.degrees(np.arccos(np.clip(r[..., 2, 2], -1.0, 1.0)))
+
+
+@pytest.mark.parametrize("dtype", [jnp.float64, jnp.float32])
+def test_a_box_rests_on_a_box_without_rocking(two_boxes, dtype):
+    model = two_boxes.astype(dtype)
+    contact = ContactModel.from_model(model)
+    start = State.initial(model)
+    traj = jax.jit(lambda s: rollout(model, s, None, 1e-3, 2000, contact=contact))(start)
+    q = np.asarray(traj.states.q, np.float64)
+    for body in range(2):
+        quat = q[:, 7 * body + 3: 7 * body + 7]
+        assert np.max(_tilt_deg(quat)) < 0.1
+    c = jax.jit(collide)(model, traj.states.q[-1])
+    assert float(jnp.min(c.distance)) > -1e-3                       # penetration ≤ 1 mm
+    floor = model.geoms.names.index("floor")
+    on_floor = np.asarray(c.geom1) == floor
+    force = np.asarray(traj.contact_force[-1], np.float64)
+    mass = float(np.sum(np.asarray(model.mass, np.float64)))
+    assert np.sum(force[on_floor, 2]) == pytest.approx(mass * G, rel=1e-2)   # the ground carries both
+    assert np.sum(force[~on_floor, 2]) == pytest.approx(0.5 * mass * G, rel=1e-2)  # the lower box the upper
+
+
+@pytest.mark.slow
+def test_a_stack_of_five_boxes_stands_for_five_seconds():
+    model = sd.load_mjcf(stack_xml(5))
+    contact = ContactModel.from_model(model)
+    start = State.initial(model)
+    traj = jax.jit(lambda s: rollout(model, s, None, 1e-3, 5000, contact=contact))(start)
+    q = np.asarray(traj.states.q)
+    for body in range(5):
+        p = q[:, 7 * body: 7 * body + 3]
+        assert np.max(np.linalg.norm(p - p[0], axis=-1)) < 1e-3
+
+
+@pytest.mark.parametrize("ratio", [0.8, 1.25])
+def test_a_capsule_along_the_fall_line_slides_or_sticks(ratio):
+    """A capsule lying along the fall line of a slope (it slides, it cannot roll): the
+    acceleration down the slope is g (sin θ − μ cos θ) when tan θ ≥ 1.1 μ, and the creep below
+    1 mm/s when tan θ ≤ 0.9 μ."""
+    mu = 0.4
+    theta = np.arctan(ratio * mu)
+    c, s = np.cos(theta / 2), np.sin(theta / 2)
+    xml = f"""<mujoco><worldbody>
+      <geom name="slope" type="plane" size="0 0 1" quat="{c} 0 {s} 0" friction="{mu} 0 0"/>
+      <body name="log" pos="0 0 0.05" quat="{np.cos(np.pi / 4 + theta / 2)} 0 {np.sin(np.pi / 4 + theta / 2)} 0">
+        <freejoint/><geom name="capsule" type="capsule" size="0.05 0.2" mass="2" friction="{mu} 0 0"/></body>
+    </worldbody></mujoco>"""
+    model = sd.load_mjcf(xml)
+    contact = ContactModel.from_model(model)
+    traj = jax.jit(lambda s: rollout(model, s, None, 1e-3, 1500, contact=contact))(State.initial(model))
+    p = np.asarray(traj.states.q[:, :3])
+    down = np.array([np.cos(theta), 0.0, -np.sin(theta)])     # the fall line
+    x = p @ down
+    if ratio > 1:
+        t = np.arange(1, 1501) * 1e-3
+        late = t > 0.5
+        acc = np.polyfit(t[late], x[late], 2)[0] * 2
+        assert acc == pytest.approx(G * (np.sin(theta) - mu * np.cos(theta)), rel=2e-2)
+    else:
+        creep = (x[-1] - x[-501]) / 0.5
+        assert abs(creep) < 1e-3
+
+
+def _dense_jacobians(model, q, contact):
+    """Per slot the world Jacobians of body 2's and body 1's material points at the contact
+    position, ``(nc, 3, nv)`` each, from sodyn's world-aligned body Jacobians."""
+    names = list(model.body_names)
+    jac_w = np.asarray(sd.frame_jacobians(model, q, names, "world_aligned"))
+    origin = np.asarray(sd.forward_kinematics(model, q).body.translation)
+    rot, org, _ = (np.asarray(x) for x in sd.simulate.contact.body_frames(model, q, jnp.zeros(model.nv)))
+    c = contact.contacts(model, jnp.asarray(rot), jnp.asarray(org))
+    pos = np.asarray(c.position)
+    b1, b2 = contact.slot_bodies(model)
+    out = []
+    for body in (b1, b2):
+        jp = np.zeros((len(body), 3, model.nv))
+        on = body >= 0
+        arm = pos[on] - origin[body[on]]
+        skew = np.asarray(sd.spatial.skew(jnp.asarray(arm)))
+        jp[on] = jac_w[body[on], 3:] - np.einsum("pij,pjk->pik", skew, jac_w[body[on], :3])
+        out.append(jp)
+    return out[0], out[1], c
+
+
+def test_body_body_terms_equal_the_dense_relative_jacobian(two_boxes):
+    """``Σ_k J_kᵀ f_k = Σ_i (J₂ − J₁)ᵢᵀ f_i`` (equal and opposite forces) at a state where the
+    boxes overlap and move, and ``Σ_k J_kᵀ B_k J_k = Σ_i (J₁ᵀ K_eff J₁ + J₂ᵀ K_eff J₂)ᵢ``."""
+    model = two_boxes
+    contact = ContactModel.from_model(model)
+    key = jax.random.PRNGKey(3)
+    q = np.asarray(State.initial(model).q).copy()
+    q[9] -= 0.004                                        # the upper box 4 mm into the lower one
+    q[2] -= 0.002                                        # the lower 2 mm into the floor
+    v = 0.1 * np.asarray(jax.random.normal(key, (model.nv,)))
+    j1, j2, c = _dense_jacobians(model, q, contact)
+    terms = contact_terms(model, contact, q, v)
+    jac_l = np.asarray(sd.frame_jacobians(model, q, list(model.body_names), "local"))
+    tau = np.einsum("kin,ki->n", jac_l, np.asarray(terms.f_ext))
+    force = np.asarray(terms.force)
+    assert np.sum(np.linalg.norm(force, axis=-1) > 1.0) >= 8           # faces in contact on both interfaces
+    want = np.einsum("pin,pi->n", j2 - j1, force)
+    np.testing.assert_allclose(tau, want, rtol=1e-10, atol=1e-8)
+    dt = 1e-3
+    implicit = contact_terms(model, contact, q, v, dt)
+    jac_b = np.einsum("kin,kij,kjm->nm", jac_l, np.asarray(implicit.added_inertia), jac_l)
+    law = sd.simulate.contact.point_forces(contact.law(jnp.float64), c.normal, c.distance,
+                                          jnp.asarray(np.einsum("pin,n->pi", j2 - j1, v)))
+    n = np.asarray(c.normal)
+    a = dt * np.asarray(law.normal_damping) + dt * dt * np.asarray(law.normal_stiffness)
+    b = dt * np.asarray(law.tangential_damping)
+    k_eff = b[:, None, None] * np.eye(3) + (a - b)[:, None, None] * n[:, :, None] * n[:, None, :]
+    want_b = sum(np.einsum("pin,pij,pjm->nm", j, k_eff, j) for j in (j1, j2))
+    np.testing.assert_allclose(jac_b, want_b, rtol=1e-9, atol=1e-6 * np.max(np.abs(want_b)))
+
+
+def test_rigid_contact_holds_a_box_on_a_box(two_boxes):
+    model = two_boxes
+    rigid = RigidContact(ContactModel.from_model(model))
+    traj = jax.jit(lambda s: rollout(model, s, None, 2e-3, 500, contact=rigid))(State.initial(model))
+    c = jax.jit(collide)(model, traj.states.q[-1])
+    assert float(jnp.min(c.distance)) > -1e-3
+    assert np.max(_tilt_deg(np.asarray(traj.states.q[:, 10:14]))) < 0.5
+    v = np.asarray(traj.states.v[-1])
+    assert np.max(np.abs(v)) < 1e-2
+
+
+def test_gradient_through_box_on_box_sliding_matches_central_differences(two_boxes):
+    """The upper box pushed sideways slides on the lower one: d(final position)/d(push,
+    friction, initial velocity) against central differences (float64)."""
+    model = two_boxes
+    contact = ContactModel.from_model(model)
+    base = State.initial(model)
+    steps = 150
+
+    def final_x(params):
+        push, mu, v0 = params
+        c = eqx.tree_at(lambda c: c.friction, contact, mu * jnp.ones_like(contact.friction))
+        v = base.v.at[9].set(v0)
+        f = jnp.zeros((steps, model.n_bodies, 6)).at[:, 1, 3].set(push)
+        traj = rollout(model, State.initial(model, base.q, v), None, 1e-3, steps, contact=c, f_ext=f)
+        return traj.states.q[-1, 7] + 0.3 * traj.states.q[-1, 8]
+
+    x0 = jnp.array([12.0, 0.8, 0.3])
+    grad = jax.jit(jax.grad(final_x))(x0)
+    f = jax.jit(final_x)
+    for direction in np.eye(3):
+        h = 1e-5 * max(1.0, float(np.abs(x0 @ direction)))
+        fd = (f(x0 + h * direction) - f(x0 - h * direction)) / (2 * h)
+        assert float(grad @ direction) == pytest.approx(float(fd), rel=1e-5, abs=1e-9)
+
+
+def test_contact_parameters_vmap_and_jit(two_boxes):
+    model = two_boxes
+    contact = ContactModel.from_model(model)
+    start = State.initial(model)
+
+    def height(k):
+        c = eqx.tree_at(lambda c: c.stiffness, contact, k)
+        return rollout(model, start, None, 1e-3, 300, contact=c).states.q[-1, 9]
+
+    ks = jnp.array([0.5, 1.0, 2.0]) * contact.stiffness
+    h = jax.jit(jax.vmap(height))(ks)
+    assert np.all(np.diff(np.asarray(h)) > 0)           # stiffer: less sinking
+
+
+def test_bad_contact_parameters_are_named(two_boxes):
+    contact = ContactModel.from_model(two_boxes)
+    with pytest.raises(ValueError, match="friction"):
+        ContactModel.from_model(two_boxes, friction=-1.0)
+    with pytest.raises(ValueError, match=r"stiffness must be a scalar or have shape \(3,\)"):
+        eqx.tree_at(lambda c: c.stiffness, contact, jnp.ones(5)).__check_init__()
