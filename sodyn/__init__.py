@@ -134,8 +134,8 @@ __all__ = [
     "operational_space_inertia", "osc_torque", "posture_torque", "simultaneous_impulses",
     "task_jacobian", "task_jdot_v", "task_pd_acceleration",
     # simulation (sodyn.simulate)
-    "ContactModel", "GroundContact", "JointForces", "Rollout", "State", "home_state", "monte_carlo", "motors", "position_servos",
-    "rollout", "step",
+    "ContactModel", "GroundContact", "JointForces", "Rollout", "State", "home_state", "monte_carlo", "motors",
+    "position_servos", "rollout", "step",
     "RigidContact",
     # constrained, prescribed-motion and free-flying dynamics, centroidal momentum
     "BaseInvariantDynamics", "ConstraintForces", "FreeFlyingInertias", "HybridResult", "LoopClosures",

@@ -26,7 +26,7 @@ import numpy as np
 
 from sodyn.joints import JOINT_TYPES, KERNEL_OF, JointSpec, nq_of, nv_of
 from sodyn.joints import neutral as joint_neutral
-from sodyn.model_data import GEOM_TYPES, Actuators, Geoms, Keyframes
+from sodyn.model_data import GEOM_TYPES, Actuators, ContactPairs, Geoms, Keyframes, check_geom
 from sodyn.rotations import quat_to_matrix
 from sodyn.topology import Topology, compile_topology
 
@@ -197,6 +197,18 @@ class _Body:
 
 
 @dataclasses.dataclass
+class _Geom:
+    name: str
+    type: str
+    body: int
+    rotation: np.ndarray
+    translation: np.ndarray
+    size: np.ndarray
+    friction: np.ndarray
+    static: dict  # contype, conaffinity, condim, priority, margin, gap (check_geom)
+
+
+@dataclasses.dataclass
 class _Actuator:
     name: str
     joint: str
@@ -273,13 +285,20 @@ class ModelBuilder:
         model = b.build()
     """
 
-    def __init__(self, gravity: Sequence[float] = (0.0, 0.0, -9.81), name: str = "model"):
+    def __init__(self, gravity: Sequence[float] = (0.0, 0.0, -9.81), name: str = "model", *,
+                 filter_parent: bool = True):
         self.gravity = _vec(gravity, 3, "ModelBuilder", "gravity")
         self.name = name
+        #: Geoms of a body and of its parent never collide (MuJoCo's default; see :class:`Geoms`).
+        self.filter_parent = bool(filter_parent)
         self._bodies: list[_Body] = []
         self._frames: list[tuple[str, int, np.ndarray, np.ndarray]] = []
         self._names: dict[str, int] = {}
-        self._geoms: list[tuple[str, str, int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+        self._geoms: list[_Geom] = []
+        self._geom_index: dict[str, int] = {}
+        self._pairs: list[tuple[str, int, int, int, np.ndarray, float, float]] = []
+        self._excludes: list[tuple[int, int]] = []
+        self._weld_parent: dict[int, int] = {}
         self._actuators: list[_Actuator] = []
         self._keyframes: list[tuple[str, np.ndarray, np.ndarray]] = []
 
@@ -407,17 +426,92 @@ class ModelBuilder:
         self._frames.append((name, b, _as_rotation(rotation, where), _vec(translation, 3, where, "translation")))
 
     def add_geom(self, name: str, body, type: str, size, *, rotation=None, translation=(0.0, 0.0, 0.0),
-                 friction=(1.0, 0.005, 0.0001)) -> None:
-        """Add a collision geom (``type`` in ``GEOM_TYPES``, ``size`` as in :class:`Geoms`)."""
+                 friction=(1.0, 0.005, 0.0001), contype: int = 1, conaffinity: int = 1, condim: int = 3,
+                 margin: float = 0.0, gap: float = 0.0, priority: int = 0) -> int:
+        """Add a collision geom on ``body`` (a name, an index, or ``None`` = world); returns its index.
+
+        ``type`` is one of ``GEOM_TYPES``; ``size``, ``friction``, ``contype``, ``conaffinity``,
+        ``condim``, ``margin``, ``gap`` and ``priority`` mean what they mean in MuJoCo
+        (:class:`Geoms`; the defaults are MuJoCo's).  ``rotation``/``translation`` place it in
+        the body's frame.  Raises ``ValueError`` naming the geom for a bad value.
+        """
         where = f"geom {name!r}"
-        if type not in GEOM_TYPES:
-            raise ValueError(f"{where}: unknown geom type {type!r}; expected one of {GEOM_TYPES}")
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"geom name must be a non-empty string, got {name!r}")
+        if name in self._geom_index:
+            raise ValueError(f"{where}: name already used")
         size = _vec(size, 3, where, "size")
-        if np.any(size < 0):
-            raise ValueError(f"{where}: size must be non-negative, got {size}")
-        b = self._parent_index(body, where)
-        self._geoms.append((name, type, b, _as_rotation(rotation, where), _vec(translation, 3, where, "translation"),
-                            size, _vec(friction, 3, where, "friction")))
+        friction = _vec(friction, 3, where, "friction")
+        static = check_geom(where, type, size, friction, contype=contype, conaffinity=conaffinity,
+                            condim=condim, margin=margin, gap=gap, priority=priority)
+        b = self._body_ref(body, where)
+        pose = _as_rotation(rotation, where), _vec(translation, 3, where, "translation")
+        self._geoms.append(_Geom(name, type, b, *pose, size, friction, static))
+        self._geom_index[name] = len(self._geoms) - 1
+        return len(self._geoms) - 1
+
+    def add_contact_pair(self, geom1, geom2, *, name: str | None = None, condim: int = 3,
+                         friction=(1.0, 0.005, 0.0001), margin: float = 0.0, gap: float = 0.0) -> None:
+        """Add an explicit contact pair (MuJoCo's ``<contact><pair>``): the two geoms (names or
+        indices) are always tested, whatever the body filters and bitmasks say, with these
+        parameters (MuJoCo's pair defaults) instead of the geoms' combined ones; the dynamic
+        pair of the same two geoms is dropped."""
+        where = f"contact pair {name or (geom1, geom2)!r}"
+        g1, g2 = (self._geom_id(g, where) for g in (geom1, geom2))
+        if g1 == g2:
+            raise ValueError(f"{where}: a geom cannot be paired with itself ({self._geoms[g1].name!r})")
+        friction = _vec(friction, 3, where, "friction")
+        static = check_geom(where, "sphere", np.ones(3), friction, condim=condim, margin=margin, gap=gap)
+        self._pairs.append((name or f"pair{len(self._pairs)}", g1, g2, static["condim"], friction, static["margin"],
+                            static["gap"]))
+
+    def add_contact_exclude(self, body1, body2) -> None:
+        """Geoms of ``body1`` and ``body2`` (names, indices, ``None``/``"world"``) never collide
+        dynamically (MuJoCo's ``<exclude>``; explicit pairs still do).  A body merged into its
+        moving ancestor (fixed joint) stands for that ancestor, so the whole weld body is excluded."""
+        where = f"contact exclude ({body1!r}, {body2!r})"
+        self._excludes.append((self._body_ref(body1, where), self._body_ref(body2, where)))
+
+    def set_weld_parent(self, body, parent) -> None:
+        """Make the parent filter (``filter_parent``) treat ``parent`` as ``body``'s parent: for
+        loaders that split one source body into a chain of bodies (a MuJoCo body with several
+        joints), so that the chain's parent, not the chain's previous link, is filtered."""
+        where = f"weld parent of {body!r}"
+        self._weld_parent[self._body_ref(body, where)] = self._body_ref(parent, where)
+
+    def add_collision_from(self, geoms: Geoms, body_names: Sequence[str]) -> None:
+        """Add a built model's collision data — geoms with all their fields, explicit pairs,
+        excludes, ``filter_parent`` and weld parents — onto bodies named ``body_names[k]`` here
+        (``geoms.body`` indexes ``body_names``): for code that rebuilds a model (``lock_joints``)."""
+        name = lambda k: None if k == WORLD else body_names[k]  # noqa: E731
+        arr = lambda x: np.asarray(x, np.float64)  # noqa: E731
+        for i, n in enumerate(geoms.names):
+            self.add_geom(n, name(geoms.body[i]), geoms.type[i], arr(geoms.size[i]), rotation=arr(geoms.rotation[i]),
+                          translation=arr(geoms.translation[i]), friction=arr(geoms.friction[i]),
+                          contype=geoms.contype[i], conaffinity=geoms.conaffinity[i], condim=geoms.condim[i],
+                          margin=float(geoms.margin[i]), gap=float(geoms.gap[i]), priority=geoms.priority[i])
+        p = geoms.pairs
+        for k in range(len(p)):
+            self.add_contact_pair(geoms.names[p.geom1[k]], geoms.names[p.geom2[k]], name=p.names[k],
+                                  condim=p.condim[k], friction=arr(p.friction[k]), margin=float(p.margin[k]),
+                                  gap=float(p.gap[k]))
+        for a, b in geoms.exclude:
+            self.add_contact_exclude(name(a), name(b))
+        self.filter_parent = geoms.filter_parent
+        for k, w in enumerate(geoms.weld_parent):
+            self.set_weld_parent(body_names[k], name(w))
+
+    def _geom_id(self, geom, where: str) -> int:
+        if isinstance(geom, str) and geom in self._geom_index:
+            return self._geom_index[geom]
+        if isinstance(geom, (int, np.integer)) and not isinstance(geom, bool) and 0 <= geom < len(self._geoms):
+            return int(geom)
+        raise ValueError(f"{where}: unknown geom {geom!r} (add geoms before pairs that name them)")
+
+    def _body_ref(self, body, where: str) -> int:
+        if isinstance(body, str) and body not in self._names and body != "world":
+            raise ValueError(f"{where}: unknown body {body!r}")
+        return self._parent_index(body, where)
 
     def add_actuator(self, name: str, joint: str, *, kind: str = "motor", gear: float = 1.0, gain: float = 1.0,
                      bias=(0.0, 0.0, 0.0), ctrl_range=(-np.inf, np.inf), force_range=(-np.inf, np.inf)) -> None:
@@ -548,14 +642,7 @@ class ModelBuilder:
             pr, pp = pose[b]
             return owner[b], pr @ r, pp + pr @ p
 
-        g = [(name, t, *placed(b, r, p), size, fr) for name, t, b, r, p, size, fr in self._geoms]
-        geoms = Geoms(
-            rotation=arr(np.array([x[3] for x in g]).reshape(-1, 3, 3)),
-            translation=arr(np.array([x[4] for x in g]).reshape(-1, 3)),
-            size=arr(np.array([x[5] for x in g]).reshape(-1, 3)),
-            friction=arr(np.array([x[6] for x in g]).reshape(-1, 3)),
-            names=tuple(x[0] for x in g), type=tuple(x[1] for x in g), body=tuple(int(x[2]) for x in g),
-        )
+        geoms = self._build_geoms(placed, owner, new_index, parent, arr)
         actuators = self._build_actuators(kept, new_index, topo, arr)
         keyframes = self._build_keyframes(kept, arr)
         return Model(
@@ -578,6 +665,32 @@ class ModelBuilder:
             name=self.name,
         )
 
+
+    def _build_geoms(self, placed, owner, new_index, parent, arr) -> Geoms:
+        g = [(x, *placed(x.body, x.rotation, x.translation)) for x in self._geoms]
+        col = lambda key: tuple(x[0].static[key] for x in g)  # noqa: E731
+        weld = lambda b: WORLD if b == WORLD else owner[b]  # noqa: E731
+        exclude = sorted({(min(a, b), max(a, b)) for a, b in ((weld(a), weld(b)) for a, b in self._excludes) if a != b})
+        weld_parent = [int(p) for p in parent]
+        for b, p in self._weld_parent.items():
+            if b in new_index:
+                weld_parent[new_index[b]] = weld(p)
+        pairs = self._pairs
+        return Geoms(
+            rotation=arr(np.array([x[2] for x in g]).reshape(-1, 3, 3)),
+            translation=arr(np.array([x[3] for x in g]).reshape(-1, 3)),
+            size=arr(np.array([x[0].size for x in g]).reshape(-1, 3)),
+            friction=arr(np.array([x[0].friction for x in g]).reshape(-1, 3)),
+            margin=arr(np.array(col("margin"), dtype=np.float64)), gap=arr(np.array(col("gap"), dtype=np.float64)),
+            pairs=ContactPairs(
+                friction=arr(np.array([p[4] for p in pairs]).reshape(-1, 3)),
+                margin=arr([p[5] for p in pairs]), gap=arr([p[6] for p in pairs]),
+                geom1=tuple(p[1] for p in pairs), geom2=tuple(p[2] for p in pairs),
+                condim=tuple(p[3] for p in pairs), names=tuple(p[0] for p in pairs)),
+            names=tuple(x[0].name for x in g), type=tuple(x[0].type for x in g), body=tuple(int(x[1]) for x in g),
+            contype=col("contype"), conaffinity=col("conaffinity"), condim=col("condim"), priority=col("priority"),
+            exclude=tuple(exclude), filter_parent=self.filter_parent, weld_parent=tuple(weld_parent),
+        )
 
     def _build_actuators(self, kept, new_index, topo, arr) -> Actuators:
         by_joint = {self._bodies[i].joint_name: new_index[i] for i in kept}
@@ -628,6 +741,6 @@ def hinge_coefficients(model: Model, dtype) -> tuple[jax.Array, jax.Array]:
 
 
 __all__ = [
-    "GEOM_TYPES", "KERNEL_OF", "WORLD", "Actuators", "Geoms", "JointSpec", "Keyframes", "Model", "ModelBuilder",
-    "check_inertia",
+    "GEOM_TYPES", "KERNEL_OF", "WORLD", "Actuators", "ContactPairs", "Geoms", "JointSpec", "Keyframes", "Model",
+    "ModelBuilder", "check_inertia",
 ]

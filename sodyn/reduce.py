@@ -92,11 +92,7 @@ def lock_joints(model: Model, joints: Sequence[str | int], q=None) -> Model:
         if model.joint_names[k] not in used:
             used.add(model.joint_names[k])
             b.add_frame(model.joint_names[k], names[k])
-    g = model.geoms
-    for i, name in enumerate(g.names):
-        b.add_geom(name, None if g.body[i] == WORLD else names[g.body[i]], g.type[i], np.asarray(g.size[i]),
-                   rotation=np.asarray(g.rotation[i]), translation=np.asarray(g.translation[i]),
-                   friction=np.asarray(g.friction[i]))
+    b.add_collision_from(model.geoms, names)
     a = model.actuators
     dof_joint = {int(model.topology.v_start[k]): k for k in range(model.n_bodies)}
     for i, name in enumerate(a.names):

@@ -29,7 +29,8 @@ class PairOracle:
     """``PairOracle(type1, size1, type2, size2, margin=0.0)``; ``oracle(pose1, pose2)`` returns the
     list of :class:`OracleContact` for the two geoms at world poses ``(R (3, 3), p (3,))``.
 
-    A plane must be the first geom; it sits on the world and only ``pose2`` relative to
+    ``margin`` and ``gap`` are each geom's: MuJoCo adds the two geoms' values, so the pair is
+    tested at ``2 margin``.  A plane must be the first geom; it sits on the world and only ``pose2`` relative to
     ``pose1`` matters (the second geom is placed at ``pose1⁻¹ pose2`` and the contacts mapped
     back).  GJK/EPA runs to ``ccd_tolerance = 1e-12`` with 10000 iterations."""
 

@@ -3,6 +3,8 @@ stacks, sliding and sticking on a slope, the body–body terms against dense Jac
 (equal and opposite forces, ``Σ J_kᵀ B_k J_k``), rigid impulses between two bodies, gradients
 against central differences, and ``jit``/``vmap`` over contact parameters."""
 
+import warnings
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -20,12 +22,15 @@ pytest.importorskip("mujoco")
 G = 9.81
 
 
-def stack_xml(n: int, half: float = 0.05, mass: float = 1.0, tilt_deg: float = 0.0, friction: float = 1.0) -> str:
-    """``n`` free boxes of half-size ``half`` stacked on a floor (tilted about ``y`` by ``tilt_deg``)."""
+def stack_xml(n: int, half=0.05, mass: float = 1.0, tilt_deg: float = 0.0, friction: float = 1.0) -> str:
+    """``n`` free boxes stacked on a floor (tilted about ``y`` by ``tilt_deg``); ``half``: the
+    boxes' half-size, one for all or one per box (bottom first)."""
+    halves = np.broadcast_to(np.asarray(half, float), (n,))
+    tops = 2 * np.cumsum(halves) - halves
     bodies = "".join(
-        f'<body name="box{i}" pos="0 0 {half * (2 * i + 1):.6f}"><freejoint/>'
-        f'<geom name="g{i}" type="box" size="{half} {half} {half}" mass="{mass}" friction="{friction} 0 0"/></body>'
-        for i in range(n))
+        f'<body name="box{i}" pos="0 0 {tops[i]:.6f}"><freejoint/>'
+        f'<geom name="g{i}" type="box" size="{h} {h} {h}" mass="{mass}" friction="{friction} 0 0"/></body>'
+        for i, h in enumerate(halves))
     c, s = np.cos(np.radians(tilt_deg) / 2), np.sin(np.radians(tilt_deg) / 2)
     return (f'<mujoco><worldbody><geom name="floor" type="plane" size="0 0 1" quat="{c} 0 {s} 0" '
             f'friction="{friction} 0 0"/>{bodies}</worldbody></mujoco>')
@@ -166,10 +171,12 @@ def test_rigid_contact_holds_a_box_on_a_box(two_boxes):
     assert np.max(np.abs(v)) < 1e-2
 
 
-def test_gradient_through_box_on_box_sliding_matches_central_differences(two_boxes):
-    """The upper box pushed sideways slides on the lower one: d(final position)/d(push,
-    friction, initial velocity) against central differences (float64)."""
-    model = two_boxes
+def test_gradient_through_box_on_box_sliding_matches_central_differences():
+    """A small box pushed sideways slides on a larger one (its face stays inside the larger
+    one's, so the contact's active set does not change): d(final position)/d(push, friction,
+    initial velocity) against central differences (float64), along the axes and three random
+    directions."""
+    model = sd.load_mjcf(stack_xml(2, half=(0.08, 0.03)))
     contact = ContactModel.from_model(model)
     base = State.initial(model)
     steps = 150
@@ -182,11 +189,13 @@ def test_gradient_through_box_on_box_sliding_matches_central_differences(two_box
         traj = rollout(model, State.initial(model, base.q, v), None, 1e-3, steps, contact=c, f_ext=f)
         return traj.states.q[-1, 7] + 0.3 * traj.states.q[-1, 8]
 
-    x0 = jnp.array([12.0, 0.8, 0.3])
+    x0 = jnp.array([8.0, 0.5, 0.2])
     grad = jax.jit(jax.grad(final_x))(x0)
     f = jax.jit(final_x)
-    for direction in np.eye(3):
-        h = 1e-5 * max(1.0, float(np.abs(x0 @ direction)))
+    rng = np.random.default_rng(1)
+    for direction in list(np.eye(3)) + list(rng.normal(size=(3, 3))):
+        direction = direction / np.linalg.norm(direction)
+        h = 1e-6
         fd = (f(x0 + h * direction) - f(x0 - h * direction)) / (2 * h)
         assert float(grad @ direction) == pytest.approx(float(fd), rel=1e-5, abs=1e-9)
 
@@ -211,3 +220,69 @@ def test_bad_contact_parameters_are_named(two_boxes):
         ContactModel.from_model(two_boxes, friction=-1.0)
     with pytest.raises(ValueError, match=r"stiffness must be a scalar or have shape \(3,\)"):
         eqx.tree_at(lambda c: c.stiffness, contact, jnp.ones(5)).__check_init__()
+
+
+def _model_files():
+    import os
+
+    import dm_control
+    import mujoco.mjx
+
+    suite = os.path.join(os.path.dirname(dm_control.__file__), "suite")
+    return [os.path.join(os.path.dirname(mujoco.mjx.__file__), "test_data", "humanoid", "humanoid.xml")] + [
+        os.path.join(suite, f) for f in ("humanoid.xml", "quadruped.xml", "cheetah.xml")]
+
+
+@pytest.mark.parametrize("path", _model_files(), ids=lambda p: p.split("/")[-2] + "/" + p.split("/")[-1])
+def test_active_pairs_match_mujoco_at_random_configurations(path):
+    """At random configurations (joints in [−1, 1], the base at random heights over the floor),
+    the geom pairs sodyn finds within their margin are MuJoCo's (``d.contact``), pairs within
+    1e-6 m of the margin left out."""
+    import mujoco
+
+    pytest.importorskip("dm_control")
+    mj = mujoco.MjModel.from_xml_path(path)
+    d = mujoco.MjData(mj)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sd.LoadWarning)      # meshes and the like, named elsewhere
+        model = sd.load_mjcf(path)
+    names = model.geoms.names
+    name_of = lambda g: mujoco.mj_id2name(mj, mujoco.mjtObj.mjOBJ_GEOM, g) or f"geom{g}"  # noqa: E731
+    run = jax.jit(collide)
+    rng = np.random.default_rng(0)
+    checked = 0
+    for _ in range(8):
+        qpos = np.array(mj.qpos0)
+        free = mj.jnt_type[0] == mujoco.mjtJoint.mjJNT_FREE
+        for j in range(1 if free else 0, mj.njnt):
+            a = mj.jnt_qposadr[j]
+            lo, hi = (mj.jnt_range[j] if mj.jnt_limited[j] else (-1.0, 1.0))
+            qpos[a] = rng.uniform(lo, hi)
+        if free:
+            qpos[2] = rng.uniform(0.0, 1.3)
+        d.qpos[:] = qpos
+        mujoco.mj_kinematics(mj, d)
+        mujoco.mj_collision(mj, d)
+        theirs = {}
+        for c in d.contact[: d.ncon]:
+            key = frozenset((name_of(c.geom1), name_of(c.geom2)))
+            theirs[key] = min(theirs.get(key, np.inf), c.dist - c.includemargin)
+        ours = run(model, jnp.asarray(qpos))
+        dist = np.asarray(ours.distance)
+        deepest = {}
+        for key, x in zip([frozenset((names[a], names[b])) for a, b in zip(ours.geom1, ours.geom2)], dist):
+            deepest[key] = min(deepest.get(key, np.inf), x)
+        keys = [frozenset((names[a], names[b])) for a, b in zip(ours.geom1, ours.geom2)]
+        ours_active = {k for k, on in zip(keys, np.asarray(ours.active)) if on}
+        supported = {k for k in theirs if all(n in names for n in k)}
+        ambiguous = {k for k, v in deepest.items() if abs(v - _margin(mj, k, name_of)) < 1e-6}
+        assert (ours_active - ambiguous) == (supported - ambiguous)
+        checked += len(supported)
+    assert checked > 0
+
+
+def _margin(mj, key, name_of):
+    """MuJoCo's margin of a dynamic pair: the larger geom margin."""
+    ids = [g for g in range(mj.ngeom) if name_of(g) in key]
+    return max(float(mj.geom_margin[g]) for g in ids)
+

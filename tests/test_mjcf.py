@@ -253,8 +253,7 @@ def test_options_and_model_data():
         model = load_mjcf(OPTIONS)
     (w,) = [r.message for r in rec if isinstance(r.message, sd.LoadWarning)]
     for element in ("<tendon name='cord'>", "<body name='cart' gravcomp=0.5>",
-                    "<option density=1.2 viscosity=0.01> (fluid forces)", "<geom name='drum' type='cylinder'>",
-                    "<actuator name='muscle'>"):
+                    "<option density=1.2 viscosity=0.01> (fluid forces)", "<actuator name='muscle'>"):
         assert element in str(w) and element in w.elements[[element in e for e in w.elements].index(True)]
     mj = mujoco.MjModel.from_xml_string(OPTIONS)
     np.testing.assert_array_equal(model.gravity, [0, 0, 0])  # <flag gravity="disable"/>
@@ -275,11 +274,13 @@ def test_options_and_model_data():
     np.testing.assert_array_equal(act.ctrl_range, [[-1, 1], [-np.inf, np.inf]])
     np.testing.assert_array_equal(act.force_range, [[-np.inf, np.inf], [-4, 4]])
     assert act.dof == (6, 6)
+    assert "drum" not in str(w)  # cylinders are collision geometry now
     g = model.geoms
-    assert g.names == ("floor", "hull", "rod") and g.type == ("plane", "box", "capsule")
-    assert g.body == (-1, model.body_id("cart"), model.body_id("pole"))
-    np.testing.assert_allclose(g.size[2], [0.02, 0.25, 0])
-    np.testing.assert_allclose(g.translation[2], [0, 0, 0.25], atol=1e-15)
+    assert g.names == ("floor", "hull", "drum", "rod") and g.type == ("plane", "box", "cylinder", "capsule")
+    assert g.body == (-1, model.body_id("cart"), model.body_id("cart"), model.body_id("pole"))
+    np.testing.assert_allclose(g.size[2], [0.05, 0.1, 0])
+    np.testing.assert_allclose(g.size[3], [0.02, 0.25, 0])
+    np.testing.assert_allclose(g.translation[3], [0, 0, 0.25], atol=1e-15)
     kq, kv = model.keyframes["tilted"]
     np.testing.assert_array_equal(kq, mj.key_qpos[0])
     np.testing.assert_allclose(kv, v_from_mujoco(model, mj.key_qpos[0], mj.key_qvel[0]))
@@ -327,7 +328,7 @@ def test_lock_joints_keeps_model_data():
     q[7] = 0.4
     reduced = sd.lock_joints(model, ["hinge"], q)
     assert reduced.joint_names == ("root",) and len(reduced.actuators) == 0
-    assert reduced.geoms.names == model.geoms.names and reduced.geoms.body == (-1, 0, 0)
+    assert reduced.geoms.names == model.geoms.names and reduced.geoms.body == (-1, 0, 0, 0)
     np.testing.assert_array_equal(reduced.keyframes.q, np.asarray(model.keyframes.q)[:, :7])
     np.testing.assert_array_equal(reduced.keyframes.v, np.asarray(model.keyframes.v)[:, :6])
     def world(m, q, i):  # world pose of geom i

@@ -38,7 +38,7 @@ from sodyn.io import a_from_mujoco, mass_matrix_from_mujoco, tau_to_mujoco, v_fr
 jax.config.update("jax_enable_x64", True)
 mujoco = pytest.importorskip("mujoco")
 TOL = 1e-9
-KEPT_GEOMS = {0: "plane", 2: "sphere", 3: "capsule", 6: "box"}
+KEPT_GEOMS = {0: "plane", 2: "sphere", 3: "capsule", 4: "ellipsoid", 5: "cylinder", 6: "box"}
 
 
 def _package_dir(name: str) -> pathlib.Path | None:
@@ -91,6 +91,11 @@ def without_unmodelled(mj):
     return m
 
 
+def collidable(mj, g):
+    """MuJoCo may collide geom g: a non-zero bitmask, or named by an explicit <pair>."""
+    return bool(mj.geom_contype[g] or mj.geom_conaffinity[g] or g in mj.pair_geom1 or g in mj.pair_geom2)
+
+
 def expected_unsupported(mj, model):
     """Substrings the warning must contain, one per unmodelled element of the file."""
     names = []
@@ -102,7 +107,7 @@ def expected_unsupported(mj, model):
         names.append("(fluid forces)")
     if not disabled(mj, "contact") and not disabled(mj, "constraint"):
         for g in range(mj.ngeom):
-            if (mj.geom_contype[g] or mj.geom_conaffinity[g]) and int(mj.geom_type[g]) not in KEPT_GEOMS:
+            if collidable(mj, g) and int(mj.geom_type[g]) not in KEPT_GEOMS:
                 names.append(f"<geom name={mujoco.mj_id2name(mj, obj.mjOBJ_GEOM, g) or f'geom{g}'!r} type=")
     if not disabled(mj, "actuation"):
         kept = set(model.actuators.names)
@@ -208,8 +213,7 @@ def check_dynamics(model, mj, out, mj_state, state):
 def geom_rows(mj):
     if disabled(mj, "contact") or disabled(mj, "constraint"):
         return []
-    return [g for g in range(mj.ngeom)
-            if (mj.geom_contype[g] or mj.geom_conaffinity[g]) and int(mj.geom_type[g]) in KEPT_GEOMS]
+    return [g for g in range(mj.ngeom) if collidable(mj, g) and int(mj.geom_type[g]) in KEPT_GEOMS]
 
 
 def check_geoms(model, mj, qpos, out):

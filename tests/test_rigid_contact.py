@@ -51,7 +51,8 @@ def jacobian_and_minv(model, ground, q):
 def pinocchio_contact(pm, q_pin, v_pin, v_free_pin, bodies, points_world, normal, height, mu, restitution,
                       baumgarte, margin, dt):
     """Pinocchio's answer to the discrete problem of the module docstring: the points (world;
-    the sphere bottoms, moved to midway between the surfaces as sodyn's contacts are) fixed in the joints ``bodies`` with contact frames ``[t₁, t₂, n]`` (Pinocchio's cone axis
+    the sphere bottoms, moved to midway between the surfaces as sodyn's contacts are) fixed in
+    the joints ``bodies`` with contact frames ``[t₁, t₂, n]`` (Pinocchio's cone axis
     last), ``g = (J v_free − [0, 0, b]) / dt``, ``G = J M⁻¹ Jᵀ``; only the points closer than
     ``margin`` enter.  Returns ``(active, J (3nc, nv) rows [n, t₁, t₂] in Pinocchio's velocity
     order, forces λ/dt (nc, 3) as [n, t₁, t₂], v⁺)``."""

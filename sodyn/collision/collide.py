@@ -11,7 +11,7 @@ the candidate pair ``pair[i]``, between geoms ``geom1[i]`` and ``geom2[i]`` on b
 ``body1[i]`` and ``body2[i]`` (``−1``: the world).
 
 **Broad phase.**  Each step masks the pairs whose bounding spheres are farther apart than the
-pair's margin, ``|c₁ − c₂| − ρ₁ − ρ₂ > margin`` (``ρ`` the geom's bounding radius; a plane has
+pair's detection distance, ``|c₁ − c₂| − ρ₁ − ρ₂ > margin + gap`` (``ρ`` the geom's bounding radius; a plane has
 none): their slots carry ``distance = FAR``.  Under ``jax.vmap`` a mask saves no arithmetic
 (every slot is computed for every world, as in MJX), so time grows linearly with the number of
 candidate pairs and compile time with the number of distinct pair types; restrict the pairs
@@ -125,7 +125,8 @@ def bounding_radius(type_: str, size: jax.Array) -> jax.Array:
 
 def collide_frames(slots: ContactSlots, frames: GeomFrame, margin: jax.Array) -> Contacts:
     """The contacts of every slot ``(nc, …)`` for geoms at world ``frames`` (:func:`geom_frames`),
-    with per-pair ``margin (npair,)`` for the broad-phase mask (module docstring)."""
+    with the per-pair detection distance ``margin (npair,)`` (``margin + gap``) for the
+    broad-phase mask (module docstring)."""
     functions, _ = pair_functions()
     out = []
     for t1, t2, members, _ in slots.groups:
@@ -175,9 +176,11 @@ def collide(model: Model, q, pairs=None) -> ContactSet:
     if pairs is None:
         pairs = candidate_pairs(model)
     slots = contact_slots(model, pairs.geom1, pairs.geom2)
-    margin = jnp.asarray(pair_parameters(model, pairs).margin, q.dtype)
+    params = pair_parameters(model, pairs)
+    margin = jnp.asarray(params.margin, q.dtype)
     fk = forward_kinematics(model, q)
-    c = collide_frames(slots, geom_frames(model, fk.body.rotation, fk.body.translation), margin)
+    c = collide_frames(slots, geom_frames(model, fk.body.rotation, fk.body.translation),
+                       jnp.asarray(params.detection, q.dtype))
     active = c.distance < take(margin, np.asarray(slots.pair, np.int64)) if len(slots) else c.distance < 0
     return ContactSet(c.distance, c.position, c.normal, active, slots.geom1, slots.geom2, slots.pair)
 

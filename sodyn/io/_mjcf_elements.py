@@ -10,8 +10,12 @@ from sodyn.model import ModelBuilder
 from sodyn.rotations import quat_to_matrix
 
 #: MuJoCo geom types kept as collision geometry, by ``mjtGeom`` value.
-_GEOM_KEPT = {0: "plane", 2: "sphere", 3: "capsule", 6: "box"}
-_GEOM_NAMES = {1: "hfield", 4: "ellipsoid", 5: "cylinder", 7: "mesh", 8: "sdf"}
+_GEOM_KEPT = {0: "plane", 2: "sphere", 3: "capsule", 4: "ellipsoid", 5: "cylinder", 6: "box"}
+_GEOM_NAMES = {1: "hfield", 7: "mesh", 8: "sdf"}
+#: MuJoCo's default solver parameters of geoms and pairs (``solref``, ``solimp``, ``solmix``).
+_SOLREF, _SOLIMP = (0.02, 1.0), (0.9, 0.95, 0.001, 0.5, 2.0)
+_SOLVER_NOTE = ("(MuJoCo's constraint-solver impedance; sodyn's contact law uses its own stiffness and damping, "
+                "sodyn.simulate.contact)")
 #: MuJoCo equality types, by ``mjtEq`` value.
 EQ_NAMES = {0: "connect", 1: "weld", 2: "joint", 3: "tendon", 4: "flex", 5: "distance"}
 
@@ -40,14 +44,30 @@ def qvel_to_v(mj, qpos, qvel) -> np.ndarray:
     return v
 
 
-def add_geoms(mj, b: ModelBuilder, last, nm, unsupported: list[str]) -> None:
+def _listed(names: list[str], most: int = 8) -> str:
+    shown = ", ".join(repr(n) for n in names[:most])
+    return shown + (f" and {len(names) - most} more" if len(names) > most else "")
+
+
+def add_geoms(mj, b: ModelBuilder, last, nm, unsupported: list[str]) -> dict[int, str]:
+    """Add the collision geoms (``contype`` or ``conaffinity`` non-zero, or named by a
+    ``<pair>``) of the types sodyn models; return ``{MuJoCo geom id: sodyn geom name}``."""
     import mujoco
 
+    in_pair = set(mj.pair_geom1.tolist()) | set(mj.pair_geom2.tolist())
+    taken = {mujoco.mj_id2name(mj, mujoco.mjtObj.mjOBJ_GEOM, g) for g in range(mj.ngeom)}
+    kept: dict[int, str] = {}
+    wide, solver = [], []
     for g in range(mj.ngeom):
-        if mj.geom_contype[g] == 0 and mj.geom_conaffinity[g] == 0:
+        if mj.geom_contype[g] == 0 and mj.geom_conaffinity[g] == 0 and g not in in_pair:
             continue  # visual only
         t = int(mj.geom_type[g])
-        gname = nm(mujoco.mjtObj.mjOBJ_GEOM, g, f"geom{g}")
+        gname = nm(mujoco.mjtObj.mjOBJ_GEOM, g, None)
+        if gname is None:  # unnamed: geom<g>, unless a named geom took that
+            gname, i = f"geom{g}", 1
+            while gname in taken:
+                gname, i = f"geom{g}_{i}", i + 1
+            taken.add(gname)
         if t not in _GEOM_KEPT:
             unsupported.append(f"<geom name={gname!r} type={_GEOM_NAMES.get(t, t)!r}> (collision geometry of "
                                "this type)")
@@ -55,7 +75,75 @@ def add_geoms(mj, b: ModelBuilder, last, nm, unsupported: list[str]) -> None:
         par, off = last[int(mj.geom_bodyid[g])]
         b.add_geom(gname, par, _GEOM_KEPT[t], np.asarray(mj.geom_size[g], float),
                    rotation=quat_to_matrix(mj.geom_quat[g]), translation=off + np.asarray(mj.geom_pos[g], float),
-                   friction=np.asarray(mj.geom_friction[g], float))
+                   friction=np.asarray(mj.geom_friction[g], float), contype=int(mj.geom_contype[g]),
+                   conaffinity=int(mj.geom_conaffinity[g]), condim=int(mj.geom_condim[g]),
+                   margin=float(mj.geom_margin[g]), gap=float(mj.geom_gap[g]), priority=int(mj.geom_priority[g]))
+        kept[g] = gname
+        if mj.geom_condim[g] > 3:
+            wide.append(gname)
+        if (not np.allclose(mj.geom_solref[g], _SOLREF) or not np.allclose(mj.geom_solimp[g], _SOLIMP)
+                or mj.geom_solmix[g] != 1):
+            solver.append(gname)
+    if wide:
+        unsupported.append(f"condim 4/6 of geom(s) {_listed(wide)} (torsional/rolling friction: kept as data, "
+                           "but sodyn's contact law applies sliding friction only)")
+    if solver:
+        unsupported.append(f"non-default solref/solimp/solmix of geom(s) {_listed(solver)} {_SOLVER_NOTE}")
+    return kept
+
+
+def add_contact(mj, b: ModelBuilder, last, nm, kept: dict[int, str], unsupported: list[str]) -> None:
+    """``<contact><pair>`` and ``<exclude>``, ``<flag filterparent>`` and the weld parents."""
+    import mujoco
+
+    obj = mujoco.mjtObj
+    b.filter_parent = not mj.opt.disableflags & int(mujoco.mjtDisableBit.mjDSBL_FILTERPARENT)
+    wide, solver = [], []
+    for p in range(mj.npair):
+        pname = nm(obj.mjOBJ_PAIR, p, f"pair{p}")
+        g1, g2 = int(mj.pair_geom1[p]), int(mj.pair_geom2[p])
+        missing = [nm(obj.mjOBJ_GEOM, g, f"geom{g}") for g in (g1, g2) if g not in kept]
+        if missing:
+            unsupported.append(f"<pair name={pname!r}> (its geom(s) {_listed(missing)} are of a type sodyn does "
+                               "not model)")
+            continue
+        f = np.asarray(mj.pair_friction[p], float)
+        b.add_contact_pair(kept[g1], kept[g2], name=pname, condim=int(mj.pair_dim[p]), friction=f[[0, 2, 3]],
+                           margin=float(mj.pair_margin[p]), gap=float(mj.pair_gap[p]))
+        if mj.pair_dim[p] > 3:
+            wide.append(pname)
+        if (not np.allclose(mj.pair_solref[p], _SOLREF) or not np.allclose(mj.pair_solimp[p], _SOLIMP)
+                or np.any(mj.pair_solreffriction[p])):
+            solver.append(pname)
+    if wide:
+        unsupported.append(f"condim 4/6 of pair(s) {_listed(wide)} (torsional/rolling friction: kept as data, "
+                           "but sodyn's contact law applies sliding friction only)")
+    if solver:
+        unsupported.append(f"non-default solref/solreffriction/solimp of pair(s) {_listed(solver)} {_SOLVER_NOTE}")
+    excluded = {(int(s >> 16), int(s & 0xFFFF)) for s in mj.exclude_signature}
+    for b1, b2 in sorted(excluded):
+        b.add_contact_exclude(last[b1][0], last[b2][0])
+        wider = _wider_exclusion(mj, b1, b2, kept, excluded)
+        if wider:
+            n1, n2 = (nm(obj.mjOBJ_BODY, x, f"body{x}") for x in (b1, b2))
+            unsupported.append(f"<exclude body1={n1!r} body2={n2!r}> (sodyn excludes whole weld bodies, so it also "
+                               f"drops {len(wider)} geom pair(s) MuJoCo keeps, e.g. {wider[0]})")
+
+
+def _wider_exclusion(mj, b1: int, b2: int, kept: dict[int, str], excluded) -> list[tuple[str, str]]:
+    """Geom pairs that excluding the weld bodies of MuJoCo bodies ``b1``, ``b2`` drops but MuJoCo's
+    exclusion of the two bodies does not (bitmask and other exclusions taken into account)."""
+    weld, body = mj.body_weldid, mj.geom_bodyid
+    on = lambda w: [g for g in kept if weld[body[g]] == weld[w]]  # noqa: E731
+    out = []
+    for x in on(b1):
+        for y in on(b2):
+            bx, by = int(body[x]), int(body[y])
+            pair = (min(bx, by), max(bx, by))
+            mask = (mj.geom_contype[x] & mj.geom_conaffinity[y]) | (mj.geom_contype[y] & mj.geom_conaffinity[x])
+            if pair not in excluded and mask:
+                out.append((kept[x], kept[y]))
+    return out
 
 
 def add_actuators(mj, b: ModelBuilder, joint_names, nm, off, unsupported: list[str]) -> None:
@@ -101,8 +189,6 @@ def unsupported_elements(mj, nm, off, with_constraints: bool, out: list[str]) ->
         out.append(f"<option density={mj.opt.density:g} viscosity={mj.opt.viscosity:g}> (fluid forces)")
     for g in np.flatnonzero(mj.geom_fluid[:, 0]):
         out.append(f"<geom name={nm(obj.mjOBJ_GEOM, int(g), f'geom{g}')!r} fluidshape='ellipsoid'> (fluid forces)")
-    if mj.npair and "contact" not in off:
-        out.append(f"{mj.npair} <contact><pair> element(s) (explicit contact pairs)")
     if getattr(mj, "nflex", 0):
         out.append(f"{mj.nflex} <flex> element(s)")
     if mj.opt.enableflags & int(mujoco.mjtEnableBit.mjENBL_OVERRIDE) and "contact" not in off:
@@ -133,6 +219,6 @@ def eq_supported(mj, e: int) -> bool:
 
 
 __all__ = [
-    "EQ_NAMES", "add_actuators", "add_geoms", "eq_supported", "qvel_to_v", "switched_off",
+    "EQ_NAMES", "add_actuators", "add_contact", "add_geoms", "eq_supported", "qvel_to_v", "switched_off",
     "unsupported_elements",
 ]

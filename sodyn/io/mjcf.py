@@ -40,15 +40,27 @@ Conversion rules
   friction loss, limits, contacts and equality constraints.
 * **Actuators** with a joint transmission on a hinge or slide, no activation dynamics, a
   fixed gain and no or affine bias (``<motor>``, ``<position>``, ``<velocity>``, and
-  ``<general>`` of that form) → :class:`~sodyn.model.Actuators`.  **Collision geoms**
-  (``contype`` or ``conaffinity`` non-zero) of type plane, sphere, capsule and box →
-  :class:`~sodyn.model.Geoms`.  **Keyframes** → :class:`~sodyn.model.Keyframes`.
+  ``<general>`` of that form) → :class:`~sodyn.model.Actuators`.  **Keyframes** →
+  :class:`~sodyn.model.Keyframes`.
+* **Collision** → :class:`~sodyn.model.Geoms`: every geom MuJoCo can collide (``contype`` or
+  ``conaffinity`` non-zero, or named by a ``<pair>``) of type plane, sphere, capsule,
+  ellipsoid, cylinder or box, with its size, pose, ``contype``, ``conaffinity``, ``condim``,
+  ``friction``, ``margin``, ``gap`` and ``priority``; ``<contact><pair>`` →
+  :class:`~sodyn.model.ContactPairs` (friction entries 0, 2, 3 of MuJoCo's five);
+  ``<contact><exclude>`` → ``Geoms.exclude`` (between the weld bodies: where sodyn merged a
+  jointless body into its parent this excludes more than MuJoCo, and the warning says so);
+  ``<flag filterparent="disable">`` → ``Geoms.filter_parent``; a body with several joints
+  keeps its MuJoCo parent for the parent filter (``Geoms.weld_parent``).  The candidate
+  pairs are those of MuJoCo's filters (:func:`sodyn.collision.pairs.candidate_pairs`).
 * **Equality constraints** (``connect``, ``weld``, ``joint``) are returned by
   ``load_mjcf(..., with_constraints=True)`` as :class:`EqualityConstraints`.
 * **Not modelled, one** :class:`~sodyn.io.diagnostics.UnsupportedElementWarning` **per model
   naming each element:** tendons, gravity compensation, fluid forces (``density``,
-  ``viscosity``, ``fluidshape``), collision geoms of other types (mesh, cylinder, ...),
-  explicit contact pairs, other actuators, flexes, equality constraints when
+  ``viscosity``, ``fluidshape``), collision geoms of other types (mesh, height field, SDF) and
+  the pairs naming them, condim 4/6 (kept as data; sodyn's contact law applies sliding
+  friction only), non-default ``solref``/``solimp``/``solmix`` of geoms and pairs (sodyn's
+  contact law has its own stiffness and damping), an ``<exclude>`` that sodyn's weld-body
+  exclusion widens, other actuators, flexes, equality constraints when
   ``with_constraints`` is off (or of other types), and the ``override`` flag.  A free joint
   below another body or combined with other joints in one body raises ``ValueError``
   (MuJoCo itself rejects both).
@@ -66,6 +78,7 @@ from sodyn import spatial
 from sodyn.io import _xml, diagnostics
 from sodyn.io._mjcf_elements import (
     add_actuators,
+    add_contact,
     add_geoms,
     qvel_to_v,
     switched_off,
@@ -217,6 +230,8 @@ def from_mujoco(mj, name: str | None = None, dtype=None, with_constraints: bool 
             )
             parent, rot, trans, prev_anchor = k, np.eye(3), np.zeros(3), anchor
         last[i] = (parent, -prev_anchor)
+        if jnum > 1:  # the chain is one MuJoCo body: its parent is the chain's parent
+            b.set_weld_parent(parent, par)
         if np.any(prev_anchor):
             frames.append((bname, parent, np.eye(3), -prev_anchor))
     for s in range(mj.nsite):
@@ -229,7 +244,7 @@ def from_mujoco(mj, name: str | None = None, dtype=None, with_constraints: bool 
     for fname, par, r, p in frames:
         b.add_frame(fname, par, rotation=r, translation=p)
     if "contact" not in flags_off:
-        add_geoms(mj, b, last, nm, unsupported)
+        add_contact(mj, b, last, nm, add_geoms(mj, b, last, nm, unsupported), unsupported)
     if "actuation" not in flags_off:
         add_actuators(mj, b, joint_names, nm, flags_off, unsupported)
     for k in range(mj.nkey):

@@ -41,6 +41,11 @@ only for signature compatibility with Pinocchio.  The resulting model matches
   ``q = A q_r + b`` and ``v = G v_r`` onto the independent coordinates (the engine itself
   has no mimic support; reduced dynamics are ``Gᵀ M G`` and ``Gᵀ τ``).
 
+* **Collision.**  ``<collision>`` boxes, spheres, cylinders and capsules become
+  :class:`sodyn.Geoms` (meshes are reported); self-collision is off unless
+  ``self_collision=True``; an SRDF's ``<disable_collisions>`` become exclusions
+  (:mod:`sodyn.io.urdf_collision`).
+
 Every error is a ``ValueError`` naming the file, the element and its line (a missing file
 raises ``FileNotFoundError``); nothing half-built is returned.
 """
@@ -53,7 +58,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from sodyn.io import _xml, diagnostics
+from sodyn.io import _xml, diagnostics, urdf_collision
 from sodyn.joints import JointSpec, nq_of, nv_of
 from sodyn.model import Model, ModelBuilder
 from sodyn.rotations import rpy_to_matrix
@@ -356,6 +361,8 @@ def load_urdf(
     dtype=None,
     strict: bool = False,
     invalid_inertia: str = "error",
+    self_collision: bool = False,
+    srdf=None,
 ) -> Model | CoupledURDF:
     """Load a URDF file (or XML string) into a :class:`sodyn.Model`; see the module docstring.
 
@@ -373,6 +380,12 @@ def load_urdf(
     file is an error, except with ``mimic="independent"`` and ``strict=False``, where mimic
     tags do not enter the model and it only warns
     (:class:`~sodyn.io.diagnostics.IgnoredElementWarning`).
+
+    ``<collision>`` shapes become :class:`sodyn.Geoms` (:mod:`sodyn.io.urdf_collision`): robot
+    geoms collide with default geoms (terrain, objects) but not with each other unless
+    ``self_collision=True`` (then parent and child links do not collide); ``srdf`` (a path or
+    an XML string) adds its ``<disable_collisions>`` pairs as exclusions.  Mesh shapes are
+    named in one :class:`~sodyn.io.diagnostics.UnsupportedElementWarning`.
     """
     del package_dirs
     if mimic not in ("independent", "couple", "reject"):
@@ -443,10 +456,24 @@ def load_urdf(
         if j.type == "fixed" and j.name not in used:
             b.add_frame(j.name, index[j.child])
             used.add(j.name)
+    geoms, meshes = urdf_collision.parse_collisions(doc, robot)
+    world_links = set() if floating_base else {root}
+    for j in order:  # the links welded to the world and the moving links below them
+        if j.type == "fixed" and j.parent in world_links:
+            world_links.add(j.child)
+    world_children = [j.child for j in order if j.parent in world_links and j.child not in world_links]
+    try:
+        urdf_collision.add_collisions(b, index, geoms, self_collision, world_links, world_children)
+    except ValueError as e:
+        raise ValueError(f"{source}: {e}") from None
+    if srdf is not None:
+        urdf_collision.add_srdf(b, index, srdf)  # its errors name the SRDF
     try:
         model = b.build(dtype=dtype)
     except ValueError as e:
         raise ValueError(f"{source}: {e}") from None
+    if meshes:
+        urdf_collision.mesh_warning(source, meshes)
     singular = diagnostics.singular_joints(model)
     if singular:
         warnings.warn(diagnostics.SingularModelWarning(diagnostics.singular_message(source, singular), singular),

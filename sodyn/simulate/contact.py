@@ -8,7 +8,7 @@ each between body 1 and body 2 (``−1``: the world) with a signed distance ``d`
 ``n`` from body 1 to body 2 and a world position ``p`` midway between the surfaces
 (:mod:`sodyn.collision`).  The material points of the two bodies at ``p`` move with ``ṗ₁`` and
 ``ṗ₂``; their relative velocity is ``u = ṗ₂ − ṗ₁``.  The spring's rest distance is ``d₀``
-(``margin − gap`` of the pair, 0 for points against the ground).  The penetration, its smooth
+(the pair's ``margin``, 0 for points against the ground).  The penetration, its smooth
 onset and its rate are
 
     δ = d₀ − d,     δ_s = w · softplus(δ / w),     δ̇ = −n·u,

@@ -5,8 +5,9 @@ The candidate geom pairs are fixed when the contact model is built (MuJoCo's fil
 every pair its fixed number of contact slots (:mod:`sodyn.collision.collide`), and each slot
 feeds the compliant law of :mod:`sodyn.simulate.contact` between the pair's two bodies: force
 on body 2, the opposite on body 1, implicit terms on both.  The spring of a pair rests at the
-distance ``margin − gap`` (MuJoCo's ``includemargin``; 0 by default), so a pair with a margin
-starts pushing before it touches.
+distance ``margin`` (MuJoCo's ``includemargin``: the two geoms' margins added; 0 by default),
+so a pair with a margin starts pushing before it touches; ``gap`` only widens the broad phase
+(MuJoCo detects contacts up to ``margin + gap`` and leaves those beyond ``margin`` inactive).
 
 Parameters are per candidate pair (``(npair,)``) or shared (``()``), all pytree leaves:
 ``stiffness``, ``damping``, ``friction`` (Coulomb ``μ``: default the pair's combined sliding
@@ -130,8 +131,8 @@ class ContactModel(CompliantContact):
         return np.asarray(self.slots.body1, np.int64), np.asarray(self.slots.body2, np.int64)
 
     def contacts(self, model: Model, rotation: jax.Array, origin: jax.Array) -> Contacts:
-        margin = jnp.broadcast_to(self.margin.astype(rotation.dtype), (self.n_pairs,))
-        return collide_frames(self.slots, geom_frames(model, rotation, origin), margin)
+        detection = jnp.broadcast_to((self.margin + self.gap).astype(rotation.dtype), (self.n_pairs,))
+        return collide_frames(self.slots, geom_frames(model, rotation, origin), detection)
 
     def per_slot(self, name: str, dtype) -> jax.Array:
         """Parameter ``name`` at each slot (``()`` stays a scalar)."""
@@ -139,8 +140,7 @@ class ContactModel(CompliantContact):
         return x if x.ndim == 0 else take(x, np.asarray(self.slots.pair))
 
     def law(self, dtype) -> LawParameters:
-        rest = self.per_slot("margin", dtype) - self.per_slot("gap", dtype)
-        return LawParameters(*(self.per_slot(f, dtype) for f in LAW_PARAMETERS), rest)
+        return LawParameters(*(self.per_slot(f, dtype) for f in LAW_PARAMETERS), self.per_slot("margin", dtype))
 
 
 __all__ = ["ContactModel"]
