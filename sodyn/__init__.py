@@ -72,6 +72,7 @@ from sodyn.algorithms.operational_space import (
     task_jacobian,
     task_jdot_v,
 )
+from sodyn.collision import collide, with_ground_plane
 from sodyn.configuration import (
     difference,
     integrate,
@@ -111,7 +112,7 @@ from sodyn.simulate import (
 )
 
 # submodules used as ``sodyn.<name>`` (``import sodyn`` is enough)
-from sodyn import contraction, io, models, runtime, simulate, spatial, viewer  # noqa: E402  isort: skip
+from sodyn import collision, contraction, io, models, runtime, simulate, spatial, viewer  # noqa: E402  isort: skip
 
 __version__ = "0.1.0"
 
@@ -136,6 +137,8 @@ __all__ = [
     # simulation (sodyn.simulate)
     "ContactModel", "GroundContact", "JointForces", "Rollout", "State", "home_state", "monte_carlo", "motors",
     "position_servos", "rollout", "step",
+    # collision between geoms (sodyn.collision)
+    "collide", "collision", "with_ground_plane",
     "RigidContact",
     # constrained, prescribed-motion and free-flying dynamics, centroidal momentum
     "BaseInvariantDynamics", "ConstraintForces", "FreeFlyingInertias", "HybridResult", "LoopClosures",

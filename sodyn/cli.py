@@ -189,6 +189,22 @@ def contact_for(model, clearance: float = CLEARANCE):
     return contact, rule
 
 
+def geom_contact_for(model, ground):
+    """The contact ``sodyn simulate --contact`` uses for a model with collision geoms on its
+    bodies: its geoms against each other and a ground plane (:class:`~sodyn.ContactModel`), the
+    plane the model's own world plane geom, else ``ground``'s plane added to the model
+    (:func:`~sodyn.collision.scene.with_ground_plane`).  Returns ``(model, contact)``."""
+    import numpy as np
+
+    import sodyn as sd
+    from sodyn.collision.scene import with_ground_plane
+
+    g = model.geoms
+    if not any(t == "plane" and b < 0 for t, b in zip(g.type, g.body)):
+        model = with_ground_plane(model, normal=np.asarray(ground.normal, np.float64), height=float(ground.height))
+    return model, sd.ContactModel.from_model(model)
+
+
 # ---------------------------------------------------------------------------
 # simulate
 # ---------------------------------------------------------------------------
@@ -252,7 +268,11 @@ def _simulate(args) -> int:
 
     dtype = jnp.float64 if args.float64 else jnp.float32
     model = _load(args.model, args.floating_base).astype(dtype)
-    contact, rule = contact_for(model) if args.contact else (None, "")
+    ground, rule = contact_for(model) if args.contact else (None, "")
+    contact = ground
+    if ground is not None and rule.startswith("collision geoms"):
+        model, contact = geom_contact_for(model, ground)
+        rule = rule.replace("collision geoms", f"the model's geoms, {contact.n_pairs} candidate pairs")
     spec = {}
     if args.randomize > 0:
         scale = sd.simulate.uniform_scale(1.0 - args.randomize, 1.0 + args.randomize)
@@ -260,8 +280,8 @@ def _simulate(args) -> int:
         if contact is not None:
             spec["contact.friction"] = scale
     dist = sd.simulate.ParameterDistribution(spec) if spec else None
-    points = None if contact is None else (contact.body, contact.position)
-    radius = 0.0 if contact is None else float(np.max(np.asarray(contact.radius)))
+    points = None if ground is None else (ground.body, ground.position)
+    radius = 0.0 if ground is None else float(np.max(np.asarray(ground.radius)))
     sampler = sd.simulate.home_sampler(noise=args.noise, velocity_noise=args.velocity_noise, points=points,
                                        clearance=CLEARANCE + radius)
     kwargs = {"integrator": args.integrator}
@@ -279,7 +299,7 @@ def _simulate(args) -> int:
     steps = args.batch * args.steps
     what = [np.dtype(dtype).name, args.integrator, "unactuated",
             "gravity on" if np.any(np.asarray(model.gravity) != 0) else "no gravity",
-            f"ground contact at {len(contact)} points ({rule})" if contact is not None else "no contact"]
+            f"contact in {len(contact)} slots ({rule})" if contact is not None else "no contact"]
     if args.randomize > 0:
         what.append(f"mass, inertia{', friction' if contact is not None else ''} x U(1 ± {args.randomize:g})")
     _say(f"model        {model!r}")
@@ -455,11 +475,12 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--integrator", default="implicit", choices=("implicit", "semi_implicit", "rk4"),
                      help="time stepper")
     sim.add_argument("--contact", action="store_true",
-                     help="ground contact: the model's sphere/capsule/box geoms, else frames named like feet "
-                          "(foot, feet, toe, sole), else the leaf bodies' tip frames; plane z = 0 (lowered under "
-                          "a hanging fixed-base model)")
+                     help="contact: the model's collision geoms against each other and the ground (its own "
+                          "world plane, else z = 0); without geoms, points at frames named like feet (foot, feet, "
+                          "toe, sole), else at the leaf bodies' tip frames, on the plane z = 0 (lowered under a "
+                          "hanging fixed-base model)")
     sim.add_argument("--randomize", type=_fraction, default=0.0, metavar="FRACTION",
-                     help="scale each body's mass and inertia (and each contact point's friction) by U(1 - "
+                     help="scale each body's mass and inertia (and the contact friction) by U(1 - "
                           "FRACTION, 1 + FRACTION); 0: nominal parameters")
     sim.add_argument("--noise", type=_non_negative_float, default=0.3,
                      help="initial joint angle noise (std, rad or m) about the home configuration")

@@ -286,3 +286,57 @@ def _margin(mj, key, name_of):
     ids = [g for g in range(mj.ngeom) if name_of(g) in key]
     return max(float(mj.geom_margin[g]) for g in ids)
 
+
+
+def _dm_control_path(name: str) -> str:
+    import os
+
+    dm_control = pytest.importorskip("dm_control")
+    return os.path.join(os.path.dirname(dm_control.__file__), "suite", name)
+
+
+def test_a_humanoid_falls_and_comes_to_rest_on_its_geoms():
+    """dm_control's humanoid (every geom collides: 161 candidate pairs) dropped standing with
+    zero control: no two colliding geoms closer than −5 mm over 3 s, every body above the floor
+    and at rest at the end.  (The MJX test humanoid collides only its feet with the floor, by its
+    ``<pair>``\\ s: in MuJoCo as here it falls through.)"""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sd.LoadWarning)
+        model = sd.load_mjcf(_dm_control_path("humanoid.xml"))
+    contact = ContactModel.from_model(model)
+    assert contact.n_pairs == 161
+    dt, steps = 1e-3, 3000
+    traj = jax.jit(lambda s: rollout(model, s, None, dt, steps, contact=contact))(State.initial(model))
+    q = traj.states.q
+    distance = jax.jit(jax.vmap(lambda q: collide(model, q).distance))(q[::5])
+    assert float(jnp.min(distance)) > -5e-3
+    fk = sd.forward_kinematics(model, q[-1])
+    assert float(jnp.min(fk.body.translation[:, 2])) > 0.0
+    assert float(jnp.max(jnp.abs(traj.states.v[-1]))) < 0.05
+
+
+def test_a_ball_rolls_off_a_box_onto_the_ground_and_a_dropped_ball_stays_in_a_box_of_five_walls():
+    xml = """<mujoco><worldbody><geom name="floor" type="plane" size="0 0 1"/>
+      <geom name="table" type="box" size="0.2 0.2 0.1" pos="0 0 0.1"/>
+      <body name="ball" pos="0.1 0 0.25"><freejoint/><geom name="ball" type="sphere" size="0.05" mass="0.5"/></body>
+      <geom name="bottom" type="box" size="0.2 0.2 0.01" pos="1 0 0.01"/>
+      <geom name="wall1" type="box" size="0.01 0.2 0.1" pos="1.19 0 0.1"/>
+      <geom name="wall2" type="box" size="0.01 0.2 0.1" pos="0.81 0 0.1"/>
+      <geom name="wall3" type="box" size="0.2 0.01 0.1" pos="1 0.19 0.1"/>
+      <geom name="wall4" type="box" size="0.2 0.01 0.1" pos="1 -0.19 0.1"/>
+      <body name="drop" pos="1.05 0.03 0.5"><freejoint/><geom name="drop" type="sphere" size="0.04" mass="0.3"/></body>
+    </worldbody></mujoco>"""
+    model = sd.load_mjcf(xml)
+    contact = ContactModel.from_model(model)
+    q0 = State.initial(model).q
+    v0 = jnp.zeros(model.nv).at[3].set(1.0)          # the ball rolls towards +x (world velocity, body axes)
+    traj = jax.jit(lambda s: rollout(model, s, None, 1e-3, 1500, contact=contact))(State.initial(model, q0, v0))
+    q = np.asarray(traj.states.q)
+    c = jax.jit(collide)(model, traj.states.q[-1])
+    assert float(jnp.min(c.distance)) > -2e-3                        # both at rest, within 2 mm
+    ball = q[:, :3]
+    assert ball[-1, 0] > 0.25 and abs(ball[-1, 2] - 0.05) < 2e-3      # off the table's edge, on the ground
+    assert np.max(ball[:, 2]) < 0.26                                 # it rolled, it did not jump
+    drop = q[:, 7:10]
+    assert np.all(np.abs(drop[:, 0] - 1.0) < 0.18) and np.all(np.abs(drop[:, 1]) < 0.18)   # inside the walls
+    assert abs(drop[-1, 2] - 0.06) < 3e-3                            # resting on the bottom

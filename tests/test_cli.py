@@ -2,7 +2,7 @@
 
 End to end through ``python -m sodyn`` in a subprocess (the files it writes are read back), the
 error paths in process (each one line on stderr and exit status 2, before any simulation), the
-ground-contact rule of ``--contact``, ``info``, and a closed stdout pipe.
+contact rules of ``--contact``, ``info``, and a closed stdout pipe.
 """
 
 import os
@@ -115,6 +115,23 @@ def test_simulate_with_contact_and_randomization_writes_its_files_into_a_closed_
     assert len(np.unique(mass[:, 0])) == 4  # each sample draws its own
     friction = data["param_contact.friction"]
     assert np.all((friction >= 0.8 - 1e-6) & (friction <= 1.2 + 1e-6))
+
+
+def test_simulate_with_contact_collides_the_models_geoms(tmp_path, capsys):
+    """``--contact`` on a model with geoms: its geoms against each other and a ground plane (a
+    box dropped on a box lands on it and the pair stays apart), the rule printed and stored."""
+    xml = tmp_path / "boxes.xml"
+    xml.write_text('<mujoco><worldbody><body name="a" pos="0 0 0.1"><freejoint/><geom name="ga" type="box" '
+                   'size="0.1 0.1 0.1"/></body><body name="b" pos="0 0 0.35"><freejoint/><geom name="gb" '
+                   'type="box" size="0.05 0.05 0.05"/></body></worldbody></mujoco>')
+    out = tmp_path / "run.npz"
+    assert main(["simulate", str(xml), "--batch", "2", "--steps", "400", "--contact", "--noise", "0",
+                 "--out", str(out)]) == 0
+    assert "the model's geoms, 3 candidate pairs" in capsys.readouterr().out
+    data = np.load(out)
+    assert "the model's geoms" in str(data["contact"]) and np.all(data["finite"])
+    q = data["final_q"]
+    assert np.all(q[:, 9] > q[:, 2] + 0.14)    # the small box rests on the big one, not inside it
 
 
 def test_contact_rule_geoms_then_feet_then_leaf_bodies(hopper):

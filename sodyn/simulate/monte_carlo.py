@@ -347,8 +347,9 @@ def home_state(
     finite limits.
 
     Floating bases (root free joints) are put above the ground plane ``z = 0``: at height
-    ``base_height`` if given, else lifted (or lowered) so that the lowest point of their subtree
-    is ``clearance`` above the plane.  The points are the body origins and every frame origin
+    ``base_height`` if given, else lifted (or lowered) together, by one offset, so that the
+    lowest point of their subtrees is ``clearance`` above the plane (several free bodies keep
+    their arrangement: a stack of objects stays a stack).  The points are the body origins and every frame origin
     (merged fixed links such as feet included), plus ``points``: contact points as
     ``(body indices (nc,), body-frame positions (nc, 3))`` or a
     :class:`~sodyn.simulate.GroundContact` (the bottoms of its spheres, ``radius`` below their
@@ -407,7 +408,7 @@ def home_state(
                 zs.append(world[:, 2] - radius.astype(dtype))
                 owners.append(root[body])
             z, owner = jnp.concatenate(zs), np.concatenate(owners)
-            lowest = jnp.stack([jnp.min(jnp.where(owner == r, z, jnp.inf)) for r in roots])
+            lowest = jnp.min(jnp.where(np.isin(owner, roots), z, jnp.inf))
             q = q.at[z_index].add(clearance - lowest)
     v = velocity_noise * jax.random.normal(k_v, (model.nv,), dtype)
     return State(q=q, v=v, t=jnp.asarray(t, dtype))
