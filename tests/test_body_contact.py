@@ -13,7 +13,7 @@ import pytest
 
 import sodyn as sd
 from sodyn.collision.collide import collide
-from sodyn.simulate import ContactModel, RigidContact, State, rollout
+from sodyn.simulate import ContactModel, RigidContact, State, position_servos, rollout
 from sodyn.simulate.contact import contact_terms
 
 jax.config.update("jax_enable_x64", True)
@@ -340,3 +340,156 @@ def test_a_ball_rolls_off_a_box_onto_the_ground_and_a_dropped_ball_stays_in_a_bo
     drop = q[:, 7:10]
     assert np.all(np.abs(drop[:, 0] - 1.0) < 0.18) and np.all(np.abs(drop[:, 1]) < 0.18)   # inside the walls
     assert abs(drop[-1, 2] - 0.06) < 3e-3                            # resting on the bottom
+
+
+PUSHER_XML = """<mujoco><worldbody><geom name="floor" type="plane" size="0 0 1" friction="0.5 0 0"/>
+  <body name="pusher" pos="-0.2 0 0.05">
+    <joint name="px" type="slide" axis="1 0 0" damping="5"/><joint name="py" type="slide" axis="0 1 0" damping="5"/>
+    <geom name="tip" type="sphere" size="0.04" mass="1" contype="2" conaffinity="2"/></body>
+  <body name="box" pos="0 0.01 0.05"><freejoint/>
+    <geom name="box" type="box" size="0.05 0.05 0.05" mass="0.5" friction="0.5 0 0" contype="3" conaffinity="3"/>
+  </body></worldbody>
+  <actuator><motor name="fx" joint="px"/><motor name="fy" joint="py"/></actuator></mujoco>"""
+
+
+@pytest.fixture(scope="module")
+def pusher():
+    model = sd.load_mjcf(PUSHER_XML)
+    return model, ContactModel.from_model(model)
+
+
+def test_the_pusher_pushes_the_box_without_passing_through(pusher):
+    """A sphere on two sliders (the floor does not touch it: bitmasks) pushes a free box: the
+    box moves, and no two colliding geoms go deeper than −2 mm."""
+    model, contact = pusher
+    assert {(model.geoms.names[a], model.geoms.names[b]) for a, b in zip(contact.geom1, contact.geom2)} == {
+        ("floor", "box"), ("tip", "box")}
+    u = jnp.tile(jnp.array([6.0, 0.0]), (400, 1))
+    traj = jax.jit(lambda s, u: rollout(model, s, u, 1e-3, 400, contact=contact))(State.initial(model), u)
+    distance = jax.jit(jax.vmap(lambda q: collide(model, q).distance))(traj.states.q)
+    assert float(jnp.min(distance)) > -2e-3
+    assert float(traj.states.q[-1, 2]) > 0.05                      # the box slid at least 5 cm
+
+
+def _check_gradient(f, x0, directions, h, rel):
+    grad = jax.jit(jax.grad(f))(x0)
+    f = jax.jit(f)
+    for d in directions:
+        d = d / np.linalg.norm(d)
+        fd = (f(x0 + h * d) - f(x0 - h * d)) / (2 * h)
+        assert float(jnp.vdot(grad, d)) == pytest.approx(float(fd), rel=rel, abs=1e-9)
+    return grad
+
+
+def test_gradient_of_a_200_step_pushing_rollout_matches_central_differences(pusher):
+    """d(box's final x)/d(controls) along three random directions of the (200, 2) controls."""
+    model, contact = pusher
+    start = State.initial(model)
+
+    def final_x(u):
+        return rollout(model, start, u, 1e-3, 200, contact=contact).states.q[-1, 2]
+
+    u0 = jnp.tile(jnp.array([8.0, 0.0]), (200, 1))
+    rng = np.random.default_rng(2)
+    grad = _check_gradient(final_x, u0, rng.normal(size=(3, 200, 2)), 1e-5, 1e-5)
+    assert float(jnp.sum(grad[:, 0])) > 0                          # pushing harder moves the box farther
+
+
+def test_gradient_through_sphere_capsule_first_contact_matches_central_differences():
+    """A ball dropped on a fixed capsule touches it within the rollout: d(final height)/d(drop
+    height, lateral offset, stiffness) against central differences; finite in float32."""
+    xml = """<mujoco><worldbody><geom name="bar" type="capsule" size="0.03 0.2" quat="0.7071068 0 0.7071068 0"/>
+      <body name="ball" pos="0.05 0.01 0.12"><freejoint/><geom name="ball" type="sphere" size="0.04" mass="0.2"/>
+      </body></worldbody></mujoco>"""
+    model = sd.load_mjcf(xml)
+    contact = ContactModel.from_model(model)
+
+    def final(x, model=model, contact=contact):
+        height, offset, scale = x
+        q = State.initial(model).q.at[2].set(height).at[1].set(offset)
+        c = eqx.tree_at(lambda c: c.stiffness, contact, scale * contact.stiffness)
+        traj = rollout(model, State.initial(model, q), None, 1e-3, 120, contact=c)
+        return traj.states.q[-1, 2] + 0.5 * traj.states.q[-1, 0]
+
+    x0 = jnp.array([0.1, 0.01, 1.0])
+    traj = rollout(model, State.initial(model, State.initial(model).q.at[2].set(0.1)), None, 1e-3, 120,
+                   contact=contact)
+    first = int(np.argmax(np.asarray(jax.vmap(lambda q: collide(model, q).distance[0])(traj.states.q)) < 0))
+    assert 20 < first < 110                                        # the first contact falls inside the rollout
+    _check_gradient(final, x0, list(np.eye(3)), 1e-6, 1e-5)
+    m32 = model.astype(jnp.float32)
+    c32 = ContactModel.from_model(m32)
+    g32 = jax.jit(jax.grad(lambda x: final(x, m32, c32)))(x0.astype(jnp.float32))
+    assert g32.dtype == jnp.float32 and bool(jnp.all(jnp.isfinite(g32)))
+
+
+def test_rigid_contact_stacks_and_pushes_inside_the_friction_cone(pusher):
+    """``RigidContact`` on the same scenes: a stack of three boxes and the pusher.  No pair
+    deeper than 1 mm, every slot's force inside its friction cone, and the gradient of the
+    pushed box's position finite and equal to central differences while the active set holds."""
+    model = sd.load_mjcf(stack_xml(3))
+    rigid = RigidContact(ContactModel.from_model(model))
+    traj = jax.jit(lambda s: rollout(model, s, None, 2e-3, 400, contact=rigid))(State.initial(model))
+    c = jax.jit(jax.vmap(lambda q: collide(model, q)))(traj.states.q[-50:])
+    assert float(jnp.min(c.distance)) > -1e-3
+    _check_cone(traj.contact_force[-50:], c.normal, rigid.contact.per_slot("friction", jnp.float64))
+    mass = float(np.sum(np.asarray(model.mass)))
+    on_floor = np.asarray(c.geom1) == model.geoms.names.index("floor")
+    assert float(jnp.sum(traj.contact_force[-1][on_floor, 2])) == pytest.approx(mass * G, rel=1e-3)
+
+    model, contact = pusher
+    rigid = RigidContact(contact)
+    start = State.initial(model)
+
+    def final_x(u):
+        return rollout(model, start, u, 2e-3, 150, contact=rigid).states.q[-1, 2]
+
+    u0 = jnp.tile(jnp.array([6.0, 0.0]), (150, 1))
+    traj = jax.jit(lambda u: rollout(model, start, u, 2e-3, 150, contact=rigid))(u0)
+    c = jax.jit(jax.vmap(lambda q: collide(model, q)))(traj.states.q)
+    assert float(jnp.min(c.distance)) > -1e-3 and float(traj.states.q[-1, 2]) > 0.01
+    _check_cone(traj.contact_force, c.normal, rigid.contact.per_slot("friction", jnp.float64))
+    grad = jax.jit(jax.grad(final_x))(u0)
+    assert bool(jnp.all(jnp.isfinite(grad)))
+    d = np.zeros((150, 2))
+    d[100:, 0] = 1.0                                               # late pushes: the box already moves
+    d /= np.linalg.norm(d)
+    fd = (jax.jit(final_x)(u0 + 1e-5 * d) - jax.jit(final_x)(u0 - 1e-5 * d)) / 2e-5
+    assert float(jnp.vdot(grad, d)) == pytest.approx(float(fd), rel=1e-4)
+
+
+def _check_cone(force, normal, friction):
+    """``|f_t| ≤ μ f_n`` and ``f_n ≥ 0`` at every slot (``force`` at the start-of-step normals)."""
+    f_n = jnp.sum(force * normal, axis=-1)
+    f_t = jnp.linalg.norm(force - f_n[..., None] * normal, axis=-1)
+    assert float(jnp.min(f_n)) >= -1e-9
+    assert bool(jnp.all(f_t <= jnp.broadcast_to(friction, f_n.shape) * f_n * (1 + 1e-6) + 1e-9))
+
+
+def test_an_arm_driven_into_itself_stops_at_its_own_links():
+    """A planar four-link arm of capsules (built with ``ModelBuilder``: self-collision on, the
+    parent–child filter on), its three outer joints servoed to a folded posture that the links
+    cannot reach: the tip link meets the first and the arm stops there, no pair deeper than 2 mm."""
+    b = sd.ModelBuilder(gravity=(0.0, 0.0, 0.0))
+    along_x = np.array([[0.0, 0.0, 1.0], [0.0, 1.0, 0.0], [-1.0, 0.0, 0.0]])   # capsule z along the link's x
+    parent = None
+    for i in range(4):
+        b.add_body(f"link{i}", parent, sd.JointSpec.revolute((0.0, 0.0, 1.0)), translation=(0.3 if i else 0.0, 0, 0),
+                   mass=1.0, com=(0.15, 0.0, 0.0), inertia=np.diag([1e-3, 1e-2, 1e-2]), damping=0.5)
+        b.add_geom(f"capsule{i}", f"link{i}", "capsule", (0.03, 0.12, 0.0), rotation=along_x,
+                   translation=(0.15, 0.0, 0.0))
+        parent = f"link{i}"
+    model = b.build()
+    contact = ContactModel.from_model(model)
+    names = {frozenset((model.geoms.names[a], model.geoms.names[c])) for a, c in zip(contact.geom1, contact.geom2)}
+    assert names == {frozenset(("capsule0", "capsule2")), frozenset(("capsule0", "capsule3")),
+                     frozenset(("capsule1", "capsule3"))}
+    servos = position_servos(model, kp=5.0, kv=1.0)
+    u = jnp.tile(jnp.array([0.0, 2.2, 2.2, 2.2]), (3000, 1))
+    traj = jax.jit(lambda s, u: rollout(model, s, u, 1e-3, 3000, contact=contact, actuators=servos))(
+        State.initial(model), u)
+    distance = jax.jit(jax.vmap(lambda q: collide(model, q).distance))(traj.states.q)
+    assert float(jnp.min(distance)) > -2e-3
+    assert float(jnp.min(distance[-1])) < 0.0                      # the links touch
+    assert float(jnp.max(jnp.abs(traj.states.q[-1, 1:] - 2.2))) > 0.3   # short of the servos' targets
+    assert float(jnp.max(jnp.abs(traj.states.v[-1]))) < 0.1        # and held there
