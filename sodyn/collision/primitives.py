@@ -24,7 +24,8 @@ from collections.abc import Callable
 import jax.numpy as jnp
 from jax import Array
 
-from sodyn.collision.boxes import box_box, capsule_box, pack, plane_box, safe_div, sphere_box, unit
+from sodyn.collision.box_box import box_box
+from sodyn.collision.boxes import capsule_box, pack, plane_box, safe_div, sphere_box, unit
 from sodyn.collision.types import FAR, Contacts, GeomFrame
 from sodyn.spatial import cross, dot, mtv, mv
 

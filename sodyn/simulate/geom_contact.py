@@ -111,7 +111,8 @@ class ContactModel(CompliantContact):
         ``pairs``: the candidate pairs (default :func:`~sodyn.collision.pairs.candidate_pairs`
         of the model: MuJoCo's filtering, explicit ``<pair>``\\ s included).  ``friction``,
         ``margin``, ``gap`` default to the pairs' combined geom values
-        (:func:`~sodyn.collision.pairs.pair_parameters`); ``stiffness``, ``damping`` (or
+        (:func:`~sodyn.collision.pairs.pair_parameters`; a pair of ``condim`` 1 is
+        frictionless); ``stiffness``, ``damping`` (or
         ``damping_ratio``) as in :mod:`sodyn.simulate.contact`.  Raises ``ValueError`` when the
         model has no candidate pair."""
         from sodyn.collision.pairs import candidate_pairs, pair_parameters
@@ -123,8 +124,9 @@ class ContactModel(CompliantContact):
                              f"(geoms: {list(model.geoms.names)}); add geoms, or use GroundContact")
         params = pair_parameters(model, pairs)
         stiffness, damping = default_stiffness_damping(model, stiffness, damping, damping_ratio, "ContactModel")
-        return cls(model, pairs.geom1, pairs.geom2, stiffness, damping,
-                   params.friction[:, 0] if friction is None else friction, slip_velocity, onset,
+        if friction is None:   # condim 1: frictionless
+            friction = jnp.where(np.asarray(params.condim) == 1, 0.0, params.friction[:, 0])
+        return cls(model, pairs.geom1, pairs.geom2, stiffness, damping, friction, slip_velocity, onset,
                    params.margin if margin is None else margin, params.gap if gap is None else gap)
 
     def slot_bodies(self, model: Model) -> tuple[np.ndarray, np.ndarray]:

@@ -33,10 +33,14 @@ class Rollout(NamedTuple):
     """A trajectory of ``steps`` steps: the ``states`` after each step (a :class:`State`
     with leading axis ``steps``), the ``controls`` applied ``(steps, nu)``, the applied
     generalised forces ``tau`` ``(steps, nv)`` (actuators and joint forces: limits, friction
-    loss, springs, damping) and the world-frame ``contact_force`` on each contact point
-    ``(steps, nc, 3)`` (``None`` without contact), each evaluated at the start of its step (with a
-    :class:`~sodyn.simulate.RigidContact`: the step's impulse over ``dt``), and the loop closures'
-    joint-space force ``G_c* λ`` ``(steps, nv)`` (``None`` without them)."""
+    loss, springs, damping) and the world-frame ``contact_force`` of each contact slot
+    ``(steps, nc, 3)``: the force on the slot's body 2, body 1 taking the opposite (``None``
+    without contact; inactive slots carry zero), each evaluated at the start of its step (with
+    a :class:`~sodyn.simulate.RigidContact`: the step's impulse over ``dt``), and the loop
+    closures' joint-space force ``G_c* λ`` ``(steps, nv)`` (``None`` without them).  Slot ``i``
+    of a :class:`~sodyn.simulate.ContactModel` belongs to its candidate pair
+    ``contact.slots.pair[i]``, between geoms ``contact.slots.geom1[i]`` and ``geom2[i]``; of a
+    :class:`~sodyn.simulate.GroundContact`, to its point ``i``."""
 
     states: State
     controls: jax.Array

@@ -61,7 +61,7 @@ INTEGRATORS: tuple[str, ...] = ("implicit", "semi_implicit", "rk4")
 class StepForces(NamedTuple):
     """Forces of a step, evaluated at its start: ``actuator`` and ``joint`` generalised forces
     ``(nv,)`` (``joint``: limits, friction loss, springs and ``−damping ⊙ v``), and the
-    world-frame ``contact`` force on each contact point ``(nc, 3)`` (``None`` without contact),
+    world-frame ``contact`` force on body 2 of each contact slot ``(nc, 3)`` (``None`` without contact),
     and the loop closures' joint-space force ``G_c* λ`` ``(nv,)`` (``None`` without them)."""
 
     actuator: jax.Array
