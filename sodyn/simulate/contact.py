@@ -70,6 +70,7 @@ and friction anisotropy.
 
 from __future__ import annotations
 
+import abc
 from typing import NamedTuple
 
 import equinox as eqx
@@ -151,18 +152,18 @@ class CompliantContact(eqx.Module):
     the force law (module docstring).  Subclasses give the slots' bodies (static), their
     geometry at given body poses, and the law's parameters per slot."""
 
+    @abc.abstractmethod
     def slot_bodies(self, model: Model) -> tuple[np.ndarray, np.ndarray]:
         """Body 1 and body 2 of each slot, ``(nc,)`` static integer arrays (``−1``: the world)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def contacts(self, model: Model, rotation: jax.Array, origin: jax.Array) -> Contacts:
         """Each slot's signed distance, world position and normal (body 1 to body 2) with the
         bodies at world rotations ``(n_bodies, 3, 3)`` and origins ``(n_bodies, 3)``."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def law(self, dtype) -> "LawParameters":
         """The force law's parameters, each ``()`` or ``(nc,)``."""
-        raise NotImplementedError
 
 
 class LawParameters(NamedTuple):
@@ -287,13 +288,15 @@ def contact_terms(model: Model, contact: CompliantContact, q, v, dt=None) -> Con
     rot, origin, twist = body_frames(model, q, v)
     c = contact.contacts(model, rot, origin)
     eye, zero3, zero6 = jnp.eye(3, dtype=dtype), jnp.zeros(3, dtype), jnp.zeros(6, dtype)
-    sides = []
-    for body in (body1, body2):
+    sides, velocity = [], jnp.zeros_like(c.position)
+    for sign, body in ((-1.0, body1), (1.0, body2)):
+        if np.all(body < 0):
+            continue                                                         # the world's side: nothing moves
         r_s, o_s, t_s = _side(rot, eye, body, nb), _side(origin, zero3, body, nb), _side(twist, zero6, body, nb)
         r = spatial.mtv(r_s, c.position - o_s)                              # contact point, body frame
         omega, lin = spatial.halves(t_s)
-        sides.append((r_s, r, spatial.mv(r_s, lin + spatial.cross(omega, r))))  # ṗ_s, world
-    velocity = sides[1][2] - sides[0][2]
+        velocity = velocity + sign * spatial.mv(r_s, lin + spatial.cross(omega, r))   # u = ṗ₂ − ṗ₁, world
+        sides.append((sign, body, r_s, r))
     law = point_forces(contact.law(dtype), c.normal, c.distance, velocity)
     f = law.force
     if dt is not None:
@@ -302,7 +305,7 @@ def contact_terms(model: Model, contact: CompliantContact, q, v, dt=None) -> Con
         a = dt * law.normal_damping + dt * dt * law.normal_stiffness     # K_eff = b I + (a − b) n nᵀ
         b = dt * law.tangential_damping
     wrenches, added = [], []
-    for sign, (r_s, r, _) in zip((-1.0, 1.0), sides):
+    for sign, _, r_s, r in sides:
         f_b = sign * spatial.mtv(r_s, f)
         wrench = jnp.concatenate([spatial.cross(r, f_b), f_b], axis=-1)
         if dt is not None:
@@ -314,7 +317,7 @@ def contact_terms(model: Model, contact: CompliantContact, q, v, dt=None) -> Con
             wrench = wrench - (spatial.scale(b, jnp.concatenate([spatial.cross(r, g_b), g_b], axis=-1))
                                + spatial.scale((a - b) * spatial.dot(n_b, g_b), u))   # B_p [0; g_b]
         wrenches.append(wrench)
-    target = np.concatenate([np.where(body1 < 0, nb, body1), np.where(body2 < 0, nb, body2)])
+    target = np.concatenate([np.where(body < 0, nb, body) for _, body, _, _ in sides])
     f_ext = spread_sum(jnp.concatenate(wrenches), target, nb + 1)[:nb]
     b_ext = None if dt is None else spread_sum(jnp.concatenate(added), target, nb + 1)[:nb]
     return ContactTerms(f_ext, b_ext, law.force, law.penetration)
