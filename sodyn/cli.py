@@ -4,8 +4,15 @@
 built-in model or a URDF/MJCF file and prints a summary; ``sodyn info [MODEL]`` describes a model.
 
 Every bad argument or file gets one line on stderr and exit status 2, checked before any
-simulation starts; an unexpected failure gets one line and exit status 1 (``SODYN_TRACEBACK=1``
-shows the traceback).
+simulation starts (an existing ``--out``, ``--plot`` or ``--gif`` file is one, unless ``--force``);
+an unexpected failure gets one line and exit status 1 (``SODYN_TRACEBACK=1`` shows the traceback).
+
+Nothing is lost: every file is written atomically (:mod:`sodyn.io.atomic`: a failed write, e.g. a
+full disk, leaves the previous file as it was), and with ``--out run.npz`` each finished chunk of
+samples (``--chunk``) is kept in the folder ``run.npz.parts/`` as the run goes
+(:mod:`sodyn.simulate.store`).  After Ctrl-C (exit status 130) or a crash, the same command with
+``--resume`` loads those chunks, runs only the missing ones and writes ``run.npz``, equal to an
+uninterrupted run's; the folder is removed once ``run.npz`` is written.
 """
 
 from __future__ import annotations
@@ -13,8 +20,11 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 import sys
 from collections.abc import Sequence
+
+from sodyn.cli_outputs import PARTS_SUFFIX, CliError, WriteError, check_parts, check_writable, save_npz, write
 
 BUILTINS = ("pendulum_chain", "double_pendulum", "cart_pole", "cdi_satellite", "humanoid_like")
 DEFAULT_MODEL = "pendulum_chain"
@@ -23,10 +33,6 @@ FOOT_PATTERN = re.compile(r"foot|feet|toe|sole", re.IGNORECASE)
 #: Height of the lowest point above the ground at the start (m), see :func:`sodyn.home_state`.
 CLEARANCE = 0.02
 PLOT_FORMATS = (".png", ".pdf", ".svg", ".jpg", ".jpeg")
-
-
-class CliError(Exception):
-    """A bad argument or file: reported as one line on stderr, exit status 2."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -108,27 +114,6 @@ def _load(spec: str, floating_base: bool):
     except (ValueError, TypeError, KeyError, OSError, SyntaxError) as e:  # malformed files
         message = " ".join(str(e).split()) or type(e).__name__
         raise CliError(message if spec in message else f"cannot load {spec!r}: {message}") from None
-
-
-def _check_writable(path: str | None, option: str, suffixes: tuple[str, ...]) -> None:
-    """That ``path`` can be written (by opening it), before the run: a :class:`CliError` otherwise."""
-    if path is None:
-        return
-    if not path.lower().endswith(suffixes):
-        raise CliError(f"{option} {path!r}: the file name must end with {' or '.join(suffixes)}")
-    if os.path.isdir(path):
-        raise CliError(f"{option} {path!r} is a directory")
-    directory = os.path.dirname(path) or "."
-    if not os.path.isdir(directory):
-        raise CliError(f"{option} {path!r}: directory {directory!r} does not exist")
-    existed = os.path.exists(path)
-    try:
-        with open(path, "ab"):
-            pass
-    except OSError as e:
-        raise CliError(f"{option} {path!r} is not writable: {e.strerror or e}") from None
-    if not existed:
-        os.remove(path)
 
 
 def _floating(model) -> bool:
@@ -239,9 +224,10 @@ def _summary(per_step_energy: bool):
 
 def _check_simulate_args(args) -> None:
     _check_model_spec(args.model)
-    _check_writable(args.out, "--out", (".npz",))
-    _check_writable(args.plot, "--plot", PLOT_FORMATS)
-    _check_writable(args.gif, "--gif", (".gif",))
+    check_writable(args.out, "--out", (".npz",), args.force)
+    check_writable(args.plot, "--plot", PLOT_FORMATS, args.force)
+    check_writable(args.gif, "--gif", (".gif",), args.force)
+    check_parts(args)
     if args.plot or args.gif:
         try:
             import matplotlib  # noqa: F401
@@ -289,8 +275,17 @@ def _simulate(args) -> int:
         kwargs["contact"] = contact
     key = jax.random.PRNGKey(args.seed)
 
-    result = sd.monte_carlo(model, dist, sampler, None, args.dt, args.steps, args.batch, key, keep="final",
-                            summary=_summary(bool(args.plot)), **kwargs)
+    parts = args.out + PARTS_SUFFIX if args.out else None
+    if parts and os.path.isdir(parts) and not args.resume:  # --force: start over
+        shutil.rmtree(parts)
+    from sodyn.simulate.store import StoreMismatchError
+
+    try:
+        result = sd.monte_carlo(model, dist, sampler, None, args.dt, args.steps, args.batch, key, keep="final",
+                                summary=_summary(bool(args.plot)), chunk=args.chunk or None, store=parts,
+                                resume=args.resume, **kwargs)
+    except StoreMismatchError as e:
+        raise CliError(f"--resume: {e} (--force starts over)") from None
     compile_s, run_s = result.compile_seconds, result.seconds - result.compile_seconds
 
     drift = result.values["energy_drift"]
@@ -323,39 +318,19 @@ def _simulate(args) -> int:
             _say(f"{label:18s} " + " ".join(f"{float(c):11.4g}" for c in cells))
 
     if args.out:
-        _save(args, model, result, rule)
+        write(args.out, "--out", lambda temp: save_npz(args, model, result, rule, temp), parts)
+        shutil.rmtree(parts, ignore_errors=True)  # run.npz holds everything now
         _say(f"wrote        {args.out}")
     if args.plot:
-        _plot(args, model, result, contact)
+        write(args.plot, "--plot", lambda temp: _plot(args, model, result, contact, temp))
         _say(f"wrote        {args.plot}")
     if args.gif:
-        _gif(args, model, result, dist, sampler, kwargs, contact)
+        write(args.gif, "--gif", lambda temp: _gif(args, model, result, dist, sampler, kwargs, contact, temp))
         _say(f"wrote        {args.gif}")
     return 0
 
 
-def _save(args, model, result, rule: str) -> None:
-    import numpy as np
-
-    data = {
-        "model": np.asarray(model.name), "dt": np.asarray(args.dt), "steps": np.asarray(args.steps),
-        "batch": np.asarray(args.batch), "seed": np.asarray(args.seed), "integrator": np.asarray(args.integrator),
-        "contact": np.asarray(rule), "randomize": np.asarray(args.randomize),
-        "finite": result.finite,
-        "initial_q": result.initial.q, "initial_v": result.initial.v,
-        "final_q": result.final.q, "final_v": result.final.v,
-    }
-    for name, s in result.stats.items():
-        for field in ("mean", "std", "min", "max"):
-            data[f"{name}_{field}"] = np.asarray(getattr(s, field))
-    for name, x in result.values.items():
-        data.setdefault(name, x)
-    for path, x in result.params.items():
-        data[f"param_{path}"] = x
-    np.savez_compressed(args.out, **data)
-
-
-def _plot(args, model, result, contact) -> None:
+def _plot(args, model, result, contact, path: str) -> None:
     import numpy as np
 
     from sodyn import viewer
@@ -382,10 +357,10 @@ def _plot(args, model, result, contact) -> None:
         viewer.draw_pose(model, q, ax, contact=contact, ground=contact is not None or _floating(model),
                          title=f"sample 0 at t = {args.dt * args.steps:g} s")
     fig.tight_layout()
-    fig.savefig(args.plot)
+    fig.savefig(path)
 
 
-def _gif(args, model, result, dist, sampler, kwargs, contact) -> None:
+def _gif(args, model, result, dist, sampler, kwargs, contact, path: str) -> None:
     """Sample 0 recomputed alone from its keys (``sodyn.simulate.monte_carlo``'s module doc) and animated."""
     import jax
     import numpy as np
@@ -409,7 +384,7 @@ def _gif(args, model, result, dist, sampler, kwargs, contact) -> None:
     qs = qs[: int(np.argmin(finite)) if not np.all(finite) else len(qs)]
     if len(qs) == 0:
         raise CliError("--gif: sample 0 is not finite at the start")
-    viewer.animate(model, qs, args.gif, dt=args.dt, contact=sample_contact,
+    viewer.animate(model, qs, path, dt=args.dt, contact=sample_contact,
                    ground=contact is not None or _floating(model), title=model.name)
 
 
@@ -423,6 +398,9 @@ def _info(args) -> int:
 
     model = _load(args.model, args.floating_base)
     mass = np.asarray(model.mass, np.float64)
+    if not np.all(np.isfinite(mass)) or not np.isfinite(mass.sum()):
+        raise CliError(f"{args.model}: the total mass overflows {model.mass.dtype} ({mass.sum():g} kg); "
+                       "check the model's masses")
     parent = np.asarray(model.parent)
     print(repr(model))
     gravity = ", ".join(f"{x:g}" for x in np.asarray(model.gravity, np.float64))
@@ -495,6 +473,13 @@ def build_parser() -> argparse.ArgumentParser:
                                                         "final pose of sample 0 to this image")
     sim.add_argument("--gif", metavar="FILE.gif", help="save an animation of sample 0 (simulated again alone) "
                                                        "to this GIF")
+    sim.add_argument("--chunk", type=_count, default=0, help="samples per chunk (with --out, each finished chunk "
+                                                             "is kept in FILE.npz.parts/ until FILE.npz is "
+                                                             "written); 0: automatic")
+    sim.add_argument("--force", action="store_true", help="replace existing --out, --plot and --gif files (and "
+                                                          "start an interrupted --out run over)")
+    sim.add_argument("--resume", action="store_true", help="continue an interrupted --out run from the chunks in "
+                                                           "FILE.npz.parts/: only the missing chunks run")
 
     info = sub.add_parser("info", help="describe a model: bodies, joints, frames, masses, q/v layout",
                           description="Describe a model: bodies, joints, frames, masses and the q/v layout.")
@@ -537,11 +522,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CliError as e:
         print(f"{prog}: error: {e}", file=sys.stderr)
         return 2
+    except WriteError as e:
+        print(f"{prog}: failed: {e}", file=sys.stderr)
+        return 1
     except BrokenPipeError:
         _quiet_stdout()
         return 0
     except KeyboardInterrupt:
-        print(f"{prog}: interrupted", file=sys.stderr)
+        parts = getattr(args, "out", None) and args.out + PARTS_SUFFIX
+        kept = (f": the finished chunks are in {parts!r}; the same command with --resume continues"
+                if parts and os.path.isdir(parts) else "")
+        print(f"{prog}: interrupted{kept}", file=sys.stderr)
         return 130
     except Exception as e:  # noqa: BLE001 - one line, never a traceback (unless asked for)
         if os.environ.get("SODYN_TRACEBACK"):

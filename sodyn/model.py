@@ -156,16 +156,70 @@ class Model(eqx.Module):
         raise ValueError(f"unknown frame {frame!r}; frames are {list(self.frame_names)}")
 
     def astype(self, dtype) -> "Model":
-        """The same model with every floating-point parameter cast to ``dtype``."""
-        return jax.tree_util.tree_map(
-            lambda x: x.astype(dtype) if jnp.issubdtype(x.dtype, jnp.floating) else x, self
-        )
+        """The same model with every floating-point parameter cast to ``dtype`` (float32 or float64).
+
+        The model's dtype is the one every simulation runs in (:meth:`sodyn.simulate.State.initial`
+        casts states to it).  A finite parameter that overflows ``dtype`` (a mass of 1e39 is
+        ``inf`` in float32) raises a ``ValueError`` naming the field, rather than simulating
+        with ``inf``; so do float16/bfloat16 (too coarse for dynamics), complex and integer
+        dtypes.  Under ``jit`` (traced parameters) the overflow check is skipped.
+        """
+        target = check_model_dtype(dtype)
+
+        def cast(path, x):
+            if not jnp.issubdtype(x.dtype, jnp.floating):
+                return x
+            y = x.astype(target)
+            if not isinstance(x, jax.core.Tracer) and not isinstance(y, jax.core.Tracer) and target != x.dtype:
+                _check_no_overflow(jax.tree_util.keystr(path), np.asarray(x), np.asarray(y), target)
+            return y
+
+        return jax.tree_util.tree_map_with_path(cast, self)
 
     def __repr__(self) -> str:
         return (
             f"Model({self.name!r}, bodies={self.n_bodies}, nq={self.nq}, nv={self.nv}, "
             f"levels={self.topology.n_levels}, slots={self.topology.width})"
         )
+
+
+def check_model_dtype(dtype) -> np.dtype:
+    """``dtype`` as a NumPy dtype if a model may take it (float32 or float64), else a ``ValueError``."""
+    try:
+        target = np.dtype(dtype)
+    except TypeError as err:
+        raise ValueError(f"dtype must be float32 or float64, got {dtype!r}") from err
+    if target not in (np.dtype(np.float32), np.dtype(np.float64)):
+        hint = " (too coarse for dynamics)" if target.kind == "f" or "bfloat16" in target.name else ""
+        raise ValueError(f"dtype must be float32 or float64, got {target.name}{hint}")
+    return target
+
+
+def _check_no_overflow(name: str, before: np.ndarray, after: np.ndarray, dtype) -> None:
+    """Raise if a finite entry of ``before`` became non-finite in ``after`` (cast to ``dtype``)."""
+    lost = np.isfinite(before) & ~np.isfinite(after)
+    if np.any(lost):
+        value = before[lost].reshape(-1)[0]
+        raise ValueError(f"model parameter {name.lstrip('.')} = {value:g} overflows {np.dtype(dtype).name} "
+                         f"(largest {float(np.finfo(dtype).max):.3g}); rescale it or use float64")
+
+
+# parameters that must be finite (the limits may be ±inf: unlimited)
+_FINITE_FIELDS = ("mass", "com", "inertia", "tree_rotation", "tree_translation", "axis", "pitch", "frame_rotation",
+                  "frame_translation", "gravity", "damping", "armature", "friction", "stiffness",
+                  "spring_reference", "q_neutral")
+
+
+def _check_built_values(model: Model) -> None:
+    """A parameter the builder accepted (finite in float64) that is not finite in the model's dtype
+    overflowed it: raise naming the field (and the body for per-body fields)."""
+    for name in _FINITE_FIELDS:
+        x = np.asarray(getattr(model, name))
+        if not np.all(np.isfinite(x)):
+            at = np.argwhere(~np.isfinite(x))[0]
+            where = f" of body {model.body_names[at[0]]!r}" if x.shape[:1] == (model.n_bodies,) else ""
+            raise ValueError(f"model parameter {name}{where} overflows {x.dtype.name} (largest "
+                             f"{float(np.finfo(x.dtype).max):.3g}); rescale it or build with dtype=float64")
 
 
 # ---------------------------------------------------------------------------
@@ -633,8 +687,11 @@ class ModelBuilder:
             f_r.append(pr @ r)
             f_p.append(pp + pr @ p)
 
-        dtype = dtype or jnp.zeros(()).dtype
-        arr = lambda x: jnp.asarray(np.asarray(x, dtype=np.float64), dtype=dtype)  # noqa: E731
+        dtype = check_model_dtype(dtype or jnp.zeros(()).dtype)
+
+        def arr(x):  # an overflow of the dtype is reported by _check_built_values, naming the field
+            with np.errstate(over="ignore"):
+                return jnp.asarray(np.asarray(x, dtype=np.float64), dtype=dtype)
 
         def placed(b, r, p):  # a placement in builder body b -> (movable body, R, p) in it
             if b == WORLD:
@@ -645,7 +702,7 @@ class ModelBuilder:
         geoms = self._build_geoms(placed, owner, new_index, parent, arr)
         actuators = self._build_actuators(kept, new_index, topo, arr)
         keyframes = self._build_keyframes(kept, arr)
-        return Model(
+        model = Model(
             mass=arr(mass), com=arr(com), inertia=arr(inertia),
             tree_rotation=arr(tree_r), tree_translation=arr(tree_p),
             axis=arr([bodies[i].joint.axis for i in kept]),
@@ -664,6 +721,8 @@ class ModelBuilder:
             frame_names=tuple(f_names), frame_body=tuple(int(x) for x in f_body),
             name=self.name,
         )
+        _check_built_values(model)
+        return model
 
 
     def _build_geoms(self, placed, owner, new_index, parent, arr) -> Geoms:

@@ -147,7 +147,12 @@ class Topology:
 
 
 def compile_topology(parent: np.ndarray, joint_type: tuple[str, ...]) -> Topology:
-    """Build the level schedule and compact layout for bodies with ``parent[k] < k``."""
+    """Build the level schedule and compact layout for bodies with ``parent[k] < k``.
+
+    O(n) in the bodies (no walk to the root: levels and ``support`` rows are inherited from
+    the parent, which comes first), except where an output is itself larger: ``support`` is
+    ``(n, nv)`` and each segment's one-hot maps are ``levels × width²``.
+    """
     parent = np.asarray(parent, dtype=np.int64)
     n = parent.shape[0]
     if n == 0:
@@ -165,11 +170,9 @@ def compile_topology(parent: np.ndarray, joint_type: tuple[str, ...]) -> Topolog
     n_levels = int(level.max()) + 1
 
     present = [kn for kn in KERNELS if kn in kernels]
-    kernel_arr = np.array(kernels)
-    counts = np.array(
-        [[int(np.sum((level == lv) & (kernel_arr == kn))) for kn in present] for lv in range(n_levels)],
-        dtype=np.int64,
-    ).reshape(n_levels, len(present))
+    kidx = np.array([present.index(kn) for kn in kernels], dtype=np.int64)
+    counts = np.zeros((n_levels, len(present)), dtype=np.int64)  # bodies of each kernel per level, O(n)
+    np.add.at(counts, (level, kidx), 1)
     ranges = _choose_segments(counts, present)
     seg_widths = [tuple(int(x) for x in counts[a:b].max(axis=0)) for a, b in ranges]
 
@@ -193,7 +196,6 @@ def compile_topology(parent: np.ndarray, joint_type: tuple[str, ...]) -> Topolog
         key = (int(level[k]), kernels[k])
         rank[k] = fill.get(key, 0)
         fill[key] = rank[k] + 1
-    kidx = np.array([present.index(kn) for kn in kernels], dtype=np.int64)
     body_flat = np.zeros(n, dtype=np.int64)
     local_of = np.zeros(n, dtype=np.int64)  # local slot inside the segment's level
     for k in range(n):
@@ -228,12 +230,13 @@ def compile_topology(parent: np.ndarray, joint_type: tuple[str, ...]) -> Topolog
         qoffset += wk * NQ[kn]
 
     dof_body = np.repeat(np.arange(n), nv_b)
+    # support[k] = support[parent[k]] plus k's own dofs: one row copy per body, O(n · nv) for
+    # an (n, nv) output (no walk to the root), since parents come first.
     support = np.zeros((n, nv), dtype=bool)
     for k in range(n):
-        j = k
-        while j >= 0:
-            support[k, v_start[j]: v_start[j] + nv_b[j]] = True
-            j = parent[j]
+        if parent[k] >= 0:
+            support[k] = support[parent[k]]
+        support[k, v_start[k]: v_start[k] + nv_b[k]] = True
 
     segments = _build_segments(parent, level, local_of, ranges, seg_widths, seg_offsets)
     return Topology(
@@ -254,18 +257,31 @@ def _segment_cost(n_levels: int, widths: np.ndarray, kernels: list[str]) -> floa
     return n_levels * per_level + SEGMENT_COST
 
 
+#: Most runs of equal-width levels that :func:`_choose_segments` cuts between exactly.
+_MAX_RUNS = 64
+
+
 def _choose_segments(counts: np.ndarray, kernels: list[str]) -> list[tuple[int, int]]:
     """Cut the levels into at most :data:`MAX_SEGMENTS` runs minimising :func:`_segment_cost`.
 
     ``counts[l, k]`` is the number of bodies of kernel ``k`` at level ``l``.  Levels with the
     same counts are grouped into runs first (a chain is one run), then a dynamic program over
-    the runs picks the cut.  Returns ``[(start, stop), ...]`` level ranges.
+    the runs picks the cut.  The program is quadratic in the runs, so a tree with more than
+    :data:`_MAX_RUNS` of them (a comb, whose width alternates level by level) is cut only at
+    about ``_MAX_RUNS`` evenly spaced run boundaries (each group costed at its widest level),
+    which keeps the compile O(n).  Returns ``[(start, stop), ...]`` level ranges.
     """
     n_levels = counts.shape[0]
     if n_levels == 0 or counts.shape[1] == 0:
         return [(0, max(n_levels, 1))]
-    bounds = [0] + [lv for lv in range(1, n_levels) if not np.array_equal(counts[lv], counts[lv - 1])] + [n_levels]
+    changes = np.flatnonzero(np.any(counts[1:] != counts[:-1], axis=1)) + 1
+    bounds = [0, *changes.tolist(), n_levels]
+    if len(bounds) - 1 > _MAX_RUNS:  # e.g. a comb: cut only between ~_MAX_RUNS groups of runs, O(n)
+        targets = np.linspace(0, n_levels, _MAX_RUNS + 1)[1:-1]
+        picked = np.unique(np.asarray(bounds)[np.searchsorted(bounds, targets)])
+        bounds = [0, *[int(b) for b in picked if 0 < b < n_levels], n_levels]
     runs = list(zip(bounds[:-1], bounds[1:]))
+    run_width = np.maximum.reduceat(counts, bounds[:-1], axis=0)  # widest level of each run
     n_runs = len(runs)
     k_max = min(MAX_SEGMENTS, n_runs)
     inf = float("inf")
@@ -277,7 +293,7 @@ def _choose_segments(counts: np.ndarray, kernels: list[str]) -> list[tuple[int, 
     for a in range(n_runs):
         widths = np.zeros(counts.shape[1], dtype=np.int64)
         for b in range(a + 1, n_runs + 1):
-            widths = np.maximum(widths, counts[runs[b - 1][0]])
+            widths = np.maximum(widths, run_width[b - 1])
             seg_cost[a, b] = _segment_cost(runs[b - 1][1] - runs[a][0], widths, kernels)
     for j in range(1, k_max + 1):
         for b in range(1, n_runs + 1):

@@ -22,6 +22,7 @@ import jax
 import numpy as np
 
 from sodyn.algorithms.kinematics import forward_kinematics
+from sodyn.io.atomic import atomic_path
 from sodyn.model import Model
 
 #: Most frames :func:`animate` writes by default (GIF size grows with the frame count).
@@ -204,7 +205,8 @@ def animate(model: Model, qs, path: str, *, fps: int = 30, dt: float | None = No
     with ``realtime=True`` one every ``1/fps`` seconds of simulated time (:func:`frame_indices`),
     drawn as :func:`draw_pose` does on fixed axes holding the whole trajectory, titled with the
     time ``i · dt`` of row ``i`` when the step ``dt`` is given (row 0 at ``t = 0``).  Written by
-    ``matplotlib.animation.PillowWriter`` through the Agg canvas.
+    ``matplotlib.animation.PillowWriter`` through the Agg canvas, atomically
+    (:func:`sodyn.io.atomic.atomic_path`: a failed write leaves an existing file at ``path`` as it was).
 
     **Raises** ``ValueError`` for ``qs`` of the wrong shape or with non-finite entries, or a
     non-positive ``fps``, ``dt`` or ``max_frames``, or ``realtime`` without ``dt``.
@@ -228,7 +230,7 @@ def animate(model: Model, qs, path: str, *, fps: int = 30, dt: float | None = No
     limits = _limits(np.concatenate(points), ground, plane)
     ax = new_axes(tuple(figsize), dpi)
     writer = PillowWriter(fps=fps)
-    with writer.saving(ax.figure, path, dpi):
+    with atomic_path(path) as temp, writer.saving(ax.figure, temp, dpi):
         for j, i in enumerate(idx):
             ax.cla()
             _draw(ax, model, body_r[j], body_p[j], frame_p[j], frames=frames, contact=contact, ground=ground,

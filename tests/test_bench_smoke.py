@@ -107,3 +107,37 @@ def test_simulation_bench_models_and_sections(tmp_path):
     text = path.read_text()
     assert text.startswith("# r\n\nkeep\n") and "S2\n" in text and "M1\n" in text and "S1" not in text
     assert text.count("## Simulation (issue 29)") == 1
+
+
+def test_collision_bench_quick(tmp_path):
+    """bench/collision.py: its dm_control scene gives sodyn and MJX the same candidate pairs and
+    starts on the floor; `--quick --parts grad` (the pushing rollout's gradient) runs end to end
+    and writes its section, leaving the rest of the file alone (no timing assertions; ~40 s)."""
+    pytest.importorskip("mujoco")
+    pytest.importorskip("dm_control")
+    import numpy as np
+    from mujoco.mjx._src.collision_driver import geom_pairs
+
+    import sodyn as sd
+
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import collision
+
+    args = type("Args", (), {"mjx_iterations": 2, "mjx_ls_iterations": 4})
+    scene = collision.Scene("humanoid", args)
+    assert scene.contact.n_pairs == len(list(geom_pairs(scene.mj))) == 161
+    q, _ = scene.states(4)
+    floor = [i for i, g in enumerate(scene.contact.slots.geom1) if scene.model.geoms.names[g] == "floor"]
+    lowest = np.min(np.asarray(sd.collide(scene.model, q[0]).distance)[floor])
+    assert abs(lowest + collision.SINK) < 1e-4, lowest
+    out = tmp_path / "r.md"
+    out.write_text("# r\n\nkeep\n")
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "collision.py"), "--quick", "--parts", "grad",
+                        "--out", str(out)], capture_output=True, text=True, timeout=240)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    text = out.read_text()
+    assert text.startswith("# r\n\nkeep\n") and text.count("<!-- collision -->") == 1, text
+    assert "<!-- collision:grad -->" in text and "<!-- collision:step -->" not in text
+    row = next(line for line in text.splitlines() if line.startswith("| ") and line.rstrip().endswith("| True |"))
+    ratio = float(row.split("**")[1])
+    assert math.isfinite(ratio) and ratio > 0, row

@@ -5,10 +5,13 @@ error paths in process (each one line on stderr and exit status 2, before any si
 contact rules of ``--contact``, ``info``, and a closed stdout pipe.
 """
 
+import errno
 import os
 import pathlib
+import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -200,6 +203,132 @@ def test_a_bad_argument_in_a_real_process_is_one_line_with_status_2():
     proc = run_sodyn("simulate", "--batch", "0")
     one_line_error(proc.stderr, proc.returncode, "--batch")
     assert proc.stdout == ""
+
+
+# ---------------------------------------------------------------------------
+# safe outputs: atomic writes, --force, chunks kept in FILE.npz.parts, --resume
+# ---------------------------------------------------------------------------
+
+
+def _full_disk_after_some_bytes(path, *args, **kwargs):
+    """A writer that writes part of its file, then finds the disk full."""
+    with open(path, "wb") as f:
+        f.write(b"PK\x03\x04 half a file")
+    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+@pytest.mark.fast
+def test_atomic_write_keeps_the_previous_file_and_no_temporary_when_the_disk_is_full(tmp_path):
+    from sodyn.io.atomic import atomic_open, atomic_path
+
+    path = tmp_path / "run.npz"
+    path.write_bytes(b"previous")
+    with pytest.raises(OSError, match="No space left"):
+        with atomic_path(path) as temp:
+            assert pathlib.Path(temp).parent == tmp_path and temp.endswith(".npz")  # same folder, same suffix
+            _full_disk_after_some_bytes(temp)
+    with pytest.raises(KeyboardInterrupt):
+        with atomic_open(path, "w") as f:
+            f.write("half")
+            raise KeyboardInterrupt
+    assert path.read_bytes() == b"previous" and os.listdir(tmp_path) == ["run.npz"]
+    with atomic_path(path) as temp:
+        np.savez(temp, x=np.arange(3))
+    np.testing.assert_array_equal(np.load(path)["x"], np.arange(3))
+    assert os.listdir(tmp_path) == ["run.npz"]
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize("option, name", [("--out", "run.npz"), ("--plot", "run.png"), ("--gif", "run.gif")])
+def test_an_existing_output_file_needs_force_and_nothing_runs_without_it(option, name, tmp_path, capsys):
+    path = tmp_path / name
+    path.write_bytes(b"previous")
+    status = main(["simulate", "cart_pole", option, str(path)])
+    captured = capsys.readouterr()
+    one_line_error(captured.err, status, option, "already exists", "--force")
+    assert captured.out == "" and "monte_carlo" not in captured.err  # nothing simulated
+    assert path.read_bytes() == b"previous" and os.listdir(tmp_path) == [name]
+
+
+@pytest.mark.fast
+def test_resume_needs_out_and_an_interrupted_run_needs_resume_or_force(tmp_path, capsys):
+    status = main(["simulate", "--resume"])
+    one_line_error(capsys.readouterr().err, status, "--resume", "--out")
+    parts = tmp_path / "run.npz.parts"
+    parts.mkdir()
+    (parts / "manifest.json").write_text("{}")
+    status = main(["simulate", "cart_pole", "--out", str(tmp_path / "run.npz")])
+    one_line_error(capsys.readouterr().err, status, "run.npz.parts", "interrupted run", "--resume", "--force")
+
+
+def test_a_failed_write_keeps_the_previous_file_and_the_chunks_and_force_resume_replaces_it(tmp_path, capsys,
+                                                                                              monkeypatch):
+    out = tmp_path / "run.npz"
+    out.write_bytes(b"previous")
+    argv = ["simulate", "cart_pole", "--batch", "4", "--steps", "5", "--chunk", "2", "--out", str(out), "--force"]
+    monkeypatch.setattr(np, "savez_compressed", _full_disk_after_some_bytes)
+    status = main(argv)
+    monkeypatch.undo()
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert status == 1 and "Traceback" not in err
+    assert err.startswith("sodyn simulate: failed: cannot write --out") and "No space left on device" in err
+    assert out.read_bytes() == b"previous"  # untouched, and no temporary left behind
+    assert sorted(os.listdir(tmp_path)) == ["run.npz", "run.npz.parts"]
+    assert sorted(os.listdir(tmp_path / "run.npz.parts")) == ["chunk_00000.npz", "chunk_00001.npz", "manifest.json"]
+
+    assert main([*argv, "--resume"]) == 0  # both chunks loaded: nothing runs again, the file is replaced
+    captured = capsys.readouterr()
+    assert "compiling" not in captured.err and f"wrote        {out}" in captured.out
+    assert os.listdir(tmp_path) == ["run.npz"]  # the chunk folder goes once run.npz holds everything
+    data = np.load(out)
+    assert data["final_q"].shape == (4, 2) and np.all(data["finite"])
+
+
+INTERRUPTIBLE = """
+import sys, time
+from sodyn.simulate import store
+
+save = store.ChunkStore.save
+
+def save_then_wait(self, c, leaves):  # a slow run: Ctrl-C arrives after the first chunk is on disk
+    save(self, c, leaves)
+    time.sleep(120)
+
+store.ChunkStore.save = save_then_wait
+from sodyn.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_ctrl_c_keeps_the_finished_chunks_and_resume_gives_the_uninterrupted_result(tmp_path):
+    """A real SIGINT once the first chunk file appears: exit 130 with one line, that chunk on disk,
+    no run.npz; the same command with --resume then writes the uninterrupted run's file bit for bit."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    args = ["simulate", "cart_pole", "--batch", "6", "--steps", "10", "--chunk", "2", "--randomize", "0.1"]
+    reference = subprocess.Popen([sys.executable, "-m", "sodyn", *args, "--out", str(tmp_path / "ref.npz")],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    out = tmp_path / "run.npz"
+    child = subprocess.Popen([sys.executable, "-c", INTERRUPTIBLE, *args, "--out", str(out)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    first = tmp_path / "run.npz.parts" / "chunk_00000.npz"
+    deadline = time.monotonic() + 240
+    while not first.exists() and child.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    child.send_signal(signal.SIGINT)
+    _, err = child.communicate(timeout=60)
+    assert child.returncode == 130, err
+    assert err.strip().splitlines()[-1].startswith("sodyn simulate: interrupted: the finished chunks are in"), err
+    assert "--resume" in err and "Traceback" not in err
+    assert sorted(os.listdir(tmp_path / "run.npz.parts")) == ["chunk_00000.npz", "manifest.json"]
+    assert not out.exists()
+
+    proc = run_sodyn(*args, "--out", str(out), "--resume")
+    assert proc.returncode == 0, proc.stderr
+    assert reference.wait(timeout=240) == 0, reference.stderr.read()
+    got, want = np.load(out), np.load(tmp_path / "ref.npz")
+    assert sorted(got.files) == sorted(want.files)
+    for name in want.files:
+        np.testing.assert_array_equal(got[name], want[name], err_msg=name)
 
 
 # ---------------------------------------------------------------------------

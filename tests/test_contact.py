@@ -195,13 +195,14 @@ def dense(setup, request):
     skew = np.asarray(sd.spatial.skew(jnp.asarray(arm)))
     jp = jac_w[body, 3:] - np.einsum("pij,pjk->pik", skew, jac_w[body, :3])  # (nc, 3, nv)
     pdot = jp @ v
-    law = jax.tree_util.tree_map(np.asarray, point_forces(contact, jnp.asarray(n), jnp.asarray(distance),
-                                                          jnp.asarray(pdot)))
+    law, law_dt = (jax.tree_util.tree_map(np.asarray, point_forces(contact, jnp.asarray(n), jnp.asarray(d),
+                                                                    jnp.asarray(pdot)))
+                   for d in (distance, distance + dt * (pdot @ n)))   # now, and at the end of the step predicted
     explicit, implicit = jax.jit(lambda q, v, c: (contact_terms(model, c, q, v), contact_terms(model, c, q, v, dt)))(
         q, v, contact)
     if request.param != "all geoms":
         assert not np.any(explicit.f_ext[2]) and not np.any(implicit.added_inertia[2])
-    return dict(model=model, contact=contact, dt=dt, jac_l=jac_l, jp=jp, pdot=pdot, law=law, n=n,
+    return dict(model=model, contact=contact, dt=dt, jac_l=jac_l, jp=jp, pdot=pdot, law=law, law_dt=law_dt, n=n,
                 explicit=explicit, implicit=implicit)
 
 
@@ -219,8 +220,9 @@ def test_wrenches_equal_point_jacobian_transpose(dense):
 
 @pytest.mark.fast
 def test_implicit_terms_equal_dense_assembly(dense):
-    """``Σ J_kᵀ B_k J_k = Σ J_pᵀ K_eff J_p`` and ``Σ J_kᵀ f_k = Σ J_pᵀ (f − dt K ṗ − K_eff g)``."""
-    law, jp, jac_l, t, dt, n = dense["law"], dense["jp"], dense["jac_l"], dense["implicit"], dense["dt"], dense["n"]
+    """``Σ J_kᵀ B_k J_k = Σ J_pᵀ K_eff J_p`` and ``Σ J_kᵀ f_k = Σ J_pᵀ (f − K_eff g)``, the law's
+    force and slopes at the predicted end-of-step distance ``d + dt n·ṗ``."""
+    law, jp, jac_l, t, dt, n = dense["law_dt"], dense["jp"], dense["jac_l"], dense["implicit"], dense["dt"], dense["n"]
     nn = np.outer(n, n)
     tangent = np.eye(3) - nn
     a = dt * law.normal_damping + dt**2 * law.normal_stiffness
@@ -234,9 +236,8 @@ def test_implicit_terms_equal_dense_assembly(dense):
     np.testing.assert_allclose(b_k, np.swapaxes(b_k, -1, -2), atol=1e-9)
     assert np.min(np.linalg.eigvalsh(b_k)) > -1e-8 * np.max(np.abs(b_k))
     g = np.asarray(dense["model"].gravity)
-    f_expl = law.force - dt * (law.normal_stiffness * (dense["pdot"] @ n))[:, None] * n
     tau = np.einsum("kin,ki->n", jac_l, np.asarray(t.f_ext))
-    want = np.einsum("pin,pi->n", jp, f_expl - k_eff @ g)
+    want = np.einsum("pin,pi->n", jp, law.force - k_eff @ g)
     assert rel_err(tau, want) < TOL
 
 

@@ -7,6 +7,8 @@ The rollout is :func:`sodyn.simulate.rollout` (``monte_carlo`` also takes anothe
 from __future__ import annotations
 
 import importlib
+import os
+import shutil
 import sys
 import types
 import warnings
@@ -184,9 +186,78 @@ def test_progress_bar_for_chunked_runs_and_none_with_progress_false(monkeypatch,
     monkeypatch.setitem(sys.modules, "tqdm", None)  # import tqdm raises ImportError
     capsys.readouterr()
     run()
-    assert "monte_carlo: 10/10 samples" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "monte_carlo: 10/10 samples" in err and "samples/s" in err
+    # compilation is a phase of its own, before the bar (whose rate and estimate count run time only)
+    assert err.index("monte_carlo: compiling ...") < err.index("monte_carlo: compiled in") < err.index("0/10")
     run(progress=False)
     assert capsys.readouterr().err == ""
+
+
+# ---------------------------------------------------------------------------
+# a store of finished chunks, resume, the summary table
+# ---------------------------------------------------------------------------
+
+
+def test_a_store_keeps_each_chunk_and_resume_runs_only_the_rest_bit_for_bit(tmp_path, monkeypatch):
+    from sodyn.simulate.store import ChunkStore, StoreMismatchError
+
+    model = sd.models.cart_pole()
+
+    def run(store, model=model, steps=8, **kw):
+        return mc.monte_carlo(model, {"model.mass": mc.uniform_scale(0.8, 1.2)}, mc.home_sampler(noise=0.3), None,
+                              0.01, steps, 7, jax.random.PRNGKey(3), chunk=2, keep="final", progress=False,
+                              store=store, **kw)
+
+    full = run(tmp_path / "full")  # uninterrupted: 4 chunks, each written as it finishes
+    chunks = [f"chunk_{c:05d}.npz" for c in range(4)]
+    assert sorted(os.listdir(tmp_path / "full")) == [*chunks, "manifest.json"]
+    # an interrupted run: only the first two chunks reached the disk
+    (tmp_path / "cut").mkdir()
+    for name in ("manifest.json", *chunks[:2]):
+        shutil.copy(tmp_path / "full" / name, tmp_path / "cut" / name)
+    saved = []
+    save = ChunkStore.save
+    monkeypatch.setattr(ChunkStore, "save", lambda self, c, leaves: saved.append(c) or save(self, c, leaves))
+    resumed = run(tmp_path / "cut", resume=True)
+    assert saved == [2, 3]  # only the missing chunks ran
+    for name in ("finite", "param_keys", "state_keys"):
+        np.testing.assert_array_equal(getattr(resumed, name), getattr(full, name))
+    for part in ("values", "params", "initial", "final"):
+        want, got = getattr(full, part), getattr(resumed, part)
+        assert jax.tree_util.tree_structure(got) == jax.tree_util.tree_structure(want)
+        for a, b in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
+            np.testing.assert_array_equal(a, b, err_msg=part)
+    assert full.stats.keys() == resumed.stats.keys()
+    for name, st in full.stats.items():
+        for field in ("mean", "std", "min", "max", "count"):
+            np.testing.assert_array_equal(getattr(resumed.stats[name], field), getattr(st, field), err_msg=name)
+
+    # a store that holds another run: refused, naming what differs; nothing is overwritten
+    with pytest.raises(StoreMismatchError, match="steps: the store has 8, this call 9"):
+        run(tmp_path / "cut", steps=9, resume=True)
+    heavier = eqx.tree_at(lambda m: m.mass, model, model.mass * 2)
+    with pytest.raises(StoreMismatchError, match="parameters: the store has"):
+        run(tmp_path / "cut", model=heavier, resume=True)
+    with pytest.raises(FileExistsError, match="resume=True"):
+        run(tmp_path / "cut")
+    assert saved == [2, 3]
+
+
+@pytest.mark.fast
+def test_the_result_prints_a_summary_table():
+    stats = {"energy": mc.Stats(np.array([1.0, 3.0]), np.array([0.5, 0.25]), np.array([0.0, 2.0]),
+                                np.array([2.0, 4.0]), 3),
+             "drift": mc.Stats(np.array(0.125), np.array(0.5), np.array(-1.0), np.array(7.0), 3)}
+    result = mc.MonteCarloResult(batch=4, stats=stats, values={}, finite=np.array([True, True, True, False]),
+                                 params={}, initial=None, final=None, trajectories=None, param_keys=np.zeros((4, 2)),
+                                 state_keys=np.zeros((4, 2)), seconds=2.0, compile_seconds=1.5)
+    lines = repr(result).splitlines()
+    assert lines[0].startswith("MonteCarloResult: 4 samples, 3 finite")
+    assert lines[1].split() == ["quantity", "mean", "std", "min", "max", "finite"]
+    assert lines[2].split() == ["energy", "(2,)", "2", "0.5", "0", "4", "3"]  # over the elements
+    assert lines[3].split() == ["drift", "0.125", "0.5", "-1", "7", "3"]
+    assert result.summary() == repr(result)
 
 
 class _Device:

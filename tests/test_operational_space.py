@@ -277,6 +277,37 @@ def test_regularized_inertia_at_a_singularity(planar_chain):
     assert np.all(np.isfinite(lam2))
 
 
+@pytest.mark.fast
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.float64])
+@pytest.mark.parametrize("robot, frame", [("ur5", "wrist_3_link-tool0_fixed_joint"),
+                                          ("panda", "panda_hand_tcp_joint")])
+def test_unregularized_inertia_at_a_singular_pose_is_nan_not_indefinite(robot, frame, dtype):
+    """UR5 and Panda at ``q = 0`` are kinematic singularities of a 6D tool task: ``Λ⁻¹`` is
+    singular to working precision and ``Λ`` is all NaN (it used to be finite, indefinite and
+    ~1/ε); regularized it is finite and positive definite; off the singularity it is finite
+    and matches the dense inverse."""
+    from robots import ROBOTS, robots_dir
+
+    if robots_dir() is None:
+        pytest.skip("example-robot-data is not installed")
+    model = sd.load_urdf(robots_dir() / ROBOTS[robot][0]).astype(dtype)
+    tasks = [sd.FrameTask(frame)]
+
+    @jax.jit
+    def run(q):
+        return (sd.operational_space_inertia(model, q, tasks),
+                sd.operational_space_inertia(model, q, tasks, regularization=1e-3),
+                sd.operational_space_compliance(model, q, tasks))
+
+    lam, reg, _ = run(jnp.zeros(model.nq, dtype))
+    assert lam.dtype == dtype and np.all(np.isnan(lam))
+    assert np.all(np.isfinite(reg)) and np.min(np.linalg.eigvalsh(np.asarray(reg, np.float64))) > 0
+    lam, _, comp = run(jnp.full(model.nq, 0.3, dtype).at[3].set(-1.0))
+    assert np.all(np.isfinite(lam))
+    tol = 1e-3 if dtype == jnp.float32 else 1e-9
+    assert rel_err(lam, np.linalg.inv(np.asarray(comp, np.float64))) < tol
+
+
 # ---------------------------------------------------------------------------
 # jit / vmap / grad
 # ---------------------------------------------------------------------------

@@ -484,13 +484,51 @@ def operational_space_inertia(model: Model, q, tasks, regularization=0.0) -> jax
     ``regularization = λ ≥ 0`` returns the damped inverse ``Λ_λ = (Λ⁻¹ + λ I)⁻¹`` (Tikhonov /
     damped least squares in task space): it equals ``Λ`` for ``λ = 0``, stays finite and
     smooth (its eigenvalues are at most ``1/λ``) at kinematic singularities and for redundant
-    tasks (``rank J < m``), and is differentiable in ``q``, the model and ``λ``.  With
-    ``λ = 0`` a singular ``Λ⁻¹`` gives non-finite values.  ``λ`` has the units of a
-    compliance (1/kg for point tasks); mixed 6D tasks share one ``λ`` for both rows kinds.
-    The inverse is closed-form for m = 1, 3, 6 and a Cholesky solve otherwise, of the ``Λ⁻¹`` of
-    :func:`operational_space_compliance`.
+    tasks (``rank J < m``), and is differentiable in ``q``, the model and ``λ``.  ``λ`` has the
+    units of a compliance (1/kg for point tasks); mixed 6D tasks share one ``λ`` for both rows
+    kinds.  The inverse is closed-form for m = 1, 3, 6 and a Cholesky solve otherwise, of the
+    ``Λ⁻¹`` of :func:`operational_space_compliance`.
+
+    Singular ``Λ⁻¹``: where ``Λ⁻¹ + λ I`` is singular to working precision (a kinematic
+    singularity or redundant tasks with ``λ = 0``, e.g. UR5 or Panda at ``q = 0`` for a 6D
+    frame task) the result is all NaN, never a finite but meaningless (indefinite, ~1/eps)
+    matrix: detect it with ``jnp.isnan(Λ).any()`` and use ``λ > 0`` there.  The test is on the
+    pivots ``d_k`` of the ``L D Lᵀ`` factorisation of ``A = Λ⁻¹ + λ I`` (:func:`ldl_pivots`):
+    singular when some ``d_k ≤ 8 m ε A_kk`` (``ε`` the dtype's epsilon; the pivot relative to
+    its own diagonal, so rows of different units are compared fairly; a rank-deficient PSD
+    matrix has ``d_k`` at the round-off level, of either sign).
     """
-    return _regularized_inverse(operational_space_compliance(model, q, tasks), regularization)
+    a = operational_space_compliance(model, q, tasks)
+    lam = _regularized_inverse(a, regularization)
+    shifted = a + jnp.asarray(regularization, a.dtype) * jnp.eye(a.shape[0], dtype=a.dtype)
+    return jnp.where(singular_to_working_precision(shifted), jnp.nan, lam)
+
+
+def ldl_pivots(a: jax.Array) -> jax.Array:
+    """Pivots ``d`` ``(m,)`` of ``A = L D Lᵀ`` (``L`` unit lower triangular) of a symmetric ``A``
+    without pivoting: unrolled scalar recurrences for ``m ≤ 12`` (no LAPACK call), else the
+    squared diagonal of a Cholesky factor (NaN where ``A`` is not positive definite)."""
+    m = a.shape[-1]
+    if m > 12:
+        return jnp.diagonal(jnp.linalg.cholesky(a), axis1=-2, axis2=-1) ** 2
+    low: dict[tuple[int, int], jax.Array] = {}
+    d: list[jax.Array] = []
+    for j in range(m):
+        d.append(a[..., j, j] - sum((low[j, k] ** 2 * d[k] for k in range(j)), jnp.zeros((), a.dtype)))
+        for i in range(j + 1, m):
+            low[i, j] = (a[..., i, j] - sum((low[i, k] * low[j, k] * d[k] for k in range(j)),
+                                            jnp.zeros((), a.dtype))) / d[j]
+    return jnp.stack(d, axis=-1)
+
+
+def singular_to_working_precision(a: jax.Array) -> jax.Array:
+    """Whether a symmetric PSD ``A`` ``(m, m)`` is singular in its dtype: a pivot ``d_k`` of its
+    ``L D Lᵀ`` not above ``8 m ε A_kk``, or a non-finite one (:func:`operational_space_inertia`)."""
+    m = a.shape[-1]
+    pivots = ldl_pivots(jax.lax.stop_gradient(a))
+    diag = jnp.diagonal(jax.lax.stop_gradient(a), axis1=-2, axis2=-1)
+    tol = 8 * m * jnp.finfo(a.dtype).eps
+    return jnp.any(~(pivots > tol * jnp.abs(diag)), axis=-1)
 
 
 class OperationalSpaceDynamics(NamedTuple):

@@ -67,18 +67,17 @@ from jax import Array
 
 from sodyn.collision.support import DISK_TYPES, SEGMENTS, Parts, parts, round_direction, safe_unit
 from sodyn.collision.types import Contacts, GeomFrame
-from sodyn.spatial import inverse_3x3
 
 #: Fibonacci directions sampling the sphere, and Newton runs on it.
-SPHERE_SAMPLES, SPHERE_STARTS = 64, 3
+SPHERE_SAMPLES, SPHERE_STARTS = 96, 4
 #: Equally spaced points sampling each circle ``a_k·n = 0``, and Newton runs on it.
 CIRCLE_SAMPLES, CIRCLE_STARTS = 24, 2
 #: Safeguarded Newton steps per run; Newton steps of a cone-exact step's secular equation.
-NEWTON_ITERATIONS, CONE_ITERATIONS = 8, 4
+NEWTON_ITERATIONS, CONE_ITERATIONS = 6, 3
 #: Longest Newton step (rad), and the fractions of it tried.
 MAX_STEP, BACKTRACK = 0.5, (1.0, 0.25, 0.0625)
 
-_ROUND = {"sphere": "ball", "capsule": "ball", "ellipsoid": "quad", "cylinder": "quad", "box": None}
+_ROUND = {"sphere": "ball", "capsule": "ball", "ellipsoid": "quad", "cylinder": "disk", "box": None}
 
 
 def _fibonacci(n: int) -> np.ndarray:
@@ -96,7 +95,7 @@ _CIRCLE = np.stack([np.cos(_ANGLES), np.sin(_ANGLES)], axis=-1)
 
 class _Gap(NamedTuple):
     """The gap's data: ``d``, pooled unit ``axes (K, 3)`` and ``half (K,)``, the round parts'
-    ``quad (M, 3, 3)``, the summed ball radii ``ball``, the caps' unit ``cap (J, 3)`` and radii
+    ellipsoids' ``quad (M, 3, 3)``, the summed ball radii ``ball``, the caps' unit ``cap (J, 3)`` and radii
     ``cap_r (J,)``."""
 
     d: Array
@@ -110,7 +109,7 @@ class _Gap(NamedTuple):
 
 class _Layout(NamedTuple):
     """Static structure of a pair type: ``owner`` (geom 0/1 of each pooled segment), ``caps``
-    ``(geom, segment, quad)`` per cylinder, crossing ``pairs``, and per candidate (crossings and
+    ``(geom, segment)`` per cylinder, crossing ``pairs``, and per candidate (crossings and
     cap normals, then the circle runs, then the sphere runs) the ``active`` witness parameters
     (``K + 2J`` booleans) and the stratum's dimension ``rank``."""
 
@@ -125,8 +124,7 @@ def _layout(type1: str, type2: str) -> _Layout:
     k1, k2 = SEGMENTS[type1], SEGMENTS[type2]
     kk = k1 + k2
     owner = (0,) * k1 + (1,) * k2
-    quads = [i for i, t in enumerate((type1, type2)) if _ROUND[t] == "quad"]
-    caps = tuple((i, 0 if i == 0 else k1, quads.index(i)) for i, t in enumerate((type1, type2)) if t in DISK_TYPES)
+    caps = tuple((i, 0 if i == 0 else k1) for i, t in enumerate((type1, type2)) if t in DISK_TYPES)
     pairs = tuple(itertools.combinations(range(kk), 2))
     cols = np.arange(kk + 2 * len(caps))
     rows = [np.isin(cols, pair) for pair in pairs for _ in range(2)]
@@ -139,7 +137,9 @@ def _layout(type1: str, type2: str) -> _Layout:
 def _gap(p: _Gap, n: Array) -> Array:
     """``s(n)`` for unit directions ``n (..., 3)``."""
     quad = jnp.sqrt(jnp.maximum(jnp.einsum("...i,mij,...j->...m", n, p.quad, n), 0.0))
-    return n @ p.d - jnp.abs(n @ p.axes.T) @ p.half - jnp.sum(quad, axis=-1) - p.ball
+    cn = n @ p.cap.T                                                    # a cap's |P n| without cancellation
+    disk = jnp.linalg.norm(n[..., None, :] - cn[..., :, None] * p.cap, axis=-1) @ p.cap_r
+    return n @ p.d - jnp.abs(n @ p.axes.T) @ p.half - jnp.sum(quad, axis=-1) - disk - p.ball
 
 
 def _solve2(m: Array, g: Array) -> Array:
@@ -149,28 +149,31 @@ def _solve2(m: Array, g: Array) -> Array:
 
 def _cone_step(g: Array, m: Array, e: Array, b: Array, r: Array) -> Array:
     """The maximiser ``δ`` of ``g·δ − ½ δᵀ m δ − r |e + b δ|``: a quadratic model with one cap's
-    cone ``−r |P n|`` kept exact (``e = P n``, ``b = P T``; ``m`` is first made positive definite).
-    Stationarity gives ``(m + λ bᵀb) δ = g − λ bᵀe`` with ``λ |e + b δ| = r``.  ``λ |e + b δ(λ)|``
-    increases with ``λ``, so Newton steps in ``log λ`` from ``λ₀ = r / |e + b m⁻¹g|`` (below the
-    root) approach it from one side; ``CONE_ITERATIONS`` of them.  Where the apex is the model's
-    maximiser there is no root: ``λ`` grows and ``δ`` heads for the apex."""
+    cone ``−r |P n|`` kept exact (``e = P n``, ``b = P T``; ``m`` is replaced by its absolute value,
+    the eigenvalues' signs flipped to positive, so that a deep overlap's negative curvature shortens
+    the step instead of sending it far).
+    Stationarity gives ``(m + λ bᵀb) δ = g − λ bᵀe`` with ``λ |e + b δ| = r``; as in trust-region
+    subproblems, ``φ(λ) = 1/|e + b δ(λ)| − λ/r`` is nearly linear in ``λ`` (exactly so far from
+    the apex), and ``CONE_ITERATIONS`` Newton steps on it from ``λ = 0`` (``0 ≤ λ ≤ 1e12``) solve
+    it.  Where the apex is the model's maximiser, ``φ > 0``
+    throughout: ``λ`` grows and ``δ`` heads for the apex."""
     dt, tiny = g.dtype, jnp.finfo(g.dtype).tiny
-    m00, m01, m11 = m[0, 0], 0.5 * (m[0, 1] + m[1, 0]), m[1, 1]
-    low = 0.5 * (m00 + m11) - jnp.sqrt(0.25 * (m00 - m11) ** 2 + m01 * m01)
-    m = m + jnp.maximum(0.0, 1e-3 * (jnp.abs(m00) + jnp.abs(m11)) - low) * jnp.eye(2, dtype=dt)
+    mean, dev = 0.5 * (m[0, 0] + m[1, 1]), 0.5 * (m + m.T) - 0.5 * (m[0, 0] + m[1, 1]) * jnp.eye(2, dtype=dt)
+    h = jnp.sqrt(dev[0, 0] ** 2 + dev[0, 1] ** 2)                     # eigenvalues mean ± h
+    big, small = jnp.abs(mean + h), jnp.abs(mean - h)
+    ratio = jnp.where(h > 1e-6 * (big + small), (big - small) / jnp.maximum(2.0 * h, tiny), jnp.sign(mean))
+    m = (0.5 * (big + small) + 1e-6 * (big + small) + tiny) * jnp.eye(2, dtype=dt) + ratio * dev   # |m|
     bb, be = b.T @ b, b.T @ e
 
-    def newton(_: int, log_lam: Array) -> Array:
-        lam = jnp.exp(log_lam)
+    def newton(_: int, lam: Array) -> Array:
         a = m + lam * bb
         v = e + b @ _solve2(a, g - lam * be)
-        vv, bv = jnp.maximum(v @ v, tiny), b.T @ v
-        slope = jnp.maximum(1.0 - lam * (bv @ _solve2(a, bv)) / vv, 0.05)
-        return jnp.minimum(log_lam - (0.5 * jnp.log(lam * lam * vv) - jnp.log(r)) / slope, 60.0)
+        nv = jnp.maximum(jnp.linalg.norm(v), tiny)
+        bv = b.T @ v
+        slope = jnp.minimum((bv @ _solve2(a, bv)) / nv ** 3 - 1.0 / r, -1e-9 / r)
+        return jnp.clip(lam - (1.0 / nv - lam / r) / slope, 0.0, 1e12)
 
-    v0 = e + b @ _solve2(m, g)
-    log_lam = jnp.minimum(jnp.log(r) - 0.5 * jnp.log(jnp.maximum(v0 @ v0, tiny)), 60.0)
-    lam = jnp.exp(jax.lax.fori_loop(0, CONE_ITERATIONS, newton, log_lam))
+    lam = jax.lax.fori_loop(0, CONE_ITERATIONS, newton, jnp.zeros((), dt))
     return _solve2(m + lam * bb, g - lam * be)
 
 
@@ -179,17 +182,26 @@ def _newton_step(p: _Gap, lay: _Layout, a: Array, free: Array, kinks: Array, n: 
     sphere (``free``) or on the circle ``a·n = 0``; ``kinks (K, 3)``: unit normals of the kink
     circles seen in the stratum (zero rows: none)."""
     dt, tiny = n.dtype, jnp.finfo(n.dtype).tiny
+    noise = jnp.sqrt(jnp.finfo(dt).eps)             # below it a unit-scale difference is rounding
     s = _gap(p, n)
     helper = jax.nn.one_hot(jnp.argmin(jnp.abs(n)), 3, dtype=dt)
-    b1 = safe_unit(jnp.where(free, jnp.cross(n, helper), jnp.cross(a, n)))
+    b1 = safe_unit(jnp.where(free, jnp.cross(n, helper), jnp.cross(a, n)), floor=noise)
     t = jnp.stack([b1, jnp.where(free, jnp.cross(n, b1), 0.0)], axis=-1)
+    # round parts: gradient w and curvature K of √(nᵀQn) (ellipsoids) and of r |P n| (caps)
     qn = jnp.einsum("mij,j->mi", p.quad, n)
     rho = jnp.sqrt(jnp.maximum(jnp.sum(qn * n, axis=-1), jnp.finfo(dt).eps))
     w = qn / rho[:, None]
     curv = jnp.einsum("ia,mij,jb->mab", t, p.quad - w[:, :, None] * w[:, None, :], t) / rho[:, None, None]
-    g = t.T @ (p.d - (jnp.sign(p.axes @ n) * p.half) @ p.axes - jnp.sum(w, axis=0))
+    pn = n - (p.cap @ n)[:, None] * p.cap
+    pt = t[None] - p.cap[:, :, None] * (p.cap @ t)[:, None, :]          # (J, 3, 2): P T
+    size = jnp.maximum(jnp.linalg.norm(pn, axis=-1), jnp.sqrt(jnp.finfo(dt).eps))
+    cw = p.cap_r[:, None] * pn / size[:, None]
+    ut = (pn / size[:, None]) @ t
+    ccurv = (p.cap_r / size)[:, None, None] * (jnp.einsum("jia,jib->jab", pt, pt) - ut[:, :, None] * ut[:, None, :])
+    g = t.T @ (p.d - (jnp.sign(p.axes @ n) * p.half) @ p.axes - jnp.sum(w, axis=0) - jnp.sum(cw, axis=0))
     fr = free.astype(dt)
-    m = jnp.sum(curv, axis=0) + jnp.diag(jnp.stack([s + p.ball, (s + p.ball) * fr + 1.0 - fr]))   # −Hessian
+    sb = s + p.ball                                  # the balls' terms cancel on the sphere
+    m = jnp.sum(curv, axis=0) + jnp.sum(ccurv, axis=0) + jnp.diag(jnp.stack([sb, sb * fr + 1.0 - fr]))   # −Hessian
     definite = (m[0, 0] > 0) & (m[0, 0] * m[1, 1] - m[0, 1] * m[1, 0] > 0)
     step = jnp.where(definite, _solve2(jnp.where(definite, m, jnp.eye(2, dtype=dt)), g),
                      g / jnp.maximum(jnp.linalg.norm(g), tiny))
@@ -198,9 +210,8 @@ def _newton_step(p: _Gap, lay: _Layout, a: Array, free: Array, kinks: Array, n: 
         return x * jnp.minimum(1.0, MAX_STEP / jnp.maximum(jnp.linalg.norm(x), tiny))
 
     trials = [n + jnp.asarray(BACKTRACK, dt)[:, None] * (t @ cut(step))]
-    for j, (_, _, q) in enumerate(lay.caps):         # the cap's cone kept exact
-        c = p.cap[j]
-        delta = _cone_step(g + t.T @ w[q], m - curv[q], n - (c @ n) * c, t - jnp.outer(c, c @ t), p.cap_r[j])
+    for j in range(len(lay.caps)):                   # the cap's cone kept exact
+        delta = _cone_step(g + t.T @ cw[j], m - ccurv[j], pn[j], pt[j], p.cap_r[j])
         trials.append((n + t @ cut(delta))[None])
     if kinks.shape[0]:                               # across the nearest kink circle
         near = kinks[jnp.argmin(jnp.where(jnp.any(kinks != 0, axis=1), jnp.abs(kinks @ n), jnp.inf))]
@@ -209,7 +220,7 @@ def _newton_step(p: _Gap, lay: _Layout, a: Array, free: Array, kinks: Array, n: 
         near = p.cap[jnp.argmax(jnp.abs(p.cap @ n))]
         trials.append(jnp.where(free, 2.0 * (near @ n) * near - n, n)[None])
     x = jnp.concatenate(trials)
-    x = safe_unit(jnp.where(free, x, x - (x @ a)[:, None] * a), n)
+    x = safe_unit(jnp.where(free, x, x - (x @ a)[:, None] * a), n, noise)
     sx = _gap(p, x)
     best = jnp.argmax(sx)
     return jnp.where(sx[best] >= s, x[best], n)
@@ -225,12 +236,13 @@ def _search(lay: _Layout, p: _Gap) -> tuple[Array, Array]:
     """The maximiser ``n*`` of ``s`` over all strata and the winner's index (module docstring)."""
     dt = p.d.dtype
     kk = p.axes.shape[0]
+    noise = jnp.sqrt(jnp.finfo(dt).eps)
     helper = jax.nn.one_hot(jnp.argmin(jnp.abs(p.axes), axis=-1), 3, dtype=dt)
     perp = safe_unit(jnp.cross(p.axes, helper))                                    # (K, 3) ⊥ each axis
     # 0-D: the crossings of two circles (parallel axes: a point of both), the cap normals
     points = [jnp.zeros((0, 3), dt)]
     for k, l in lay.pairs:
-        x = safe_unit(jnp.cross(p.axes[k], p.axes[l]), perp[k])
+        x = safe_unit(jnp.cross(p.axes[k], p.axes[l]), perp[k], noise)
         points.append(jnp.stack([x, -x]))
     points = jnp.concatenate(points + [jnp.stack([c, -c]) for c in p.cap])
     # 1-D: per circle, local maxima of its samples and its points nearest to the other geom's caps
@@ -238,7 +250,7 @@ def _search(lay: _Layout, p: _Gap) -> tuple[Array, Array]:
     starts = []
     for k in range(kk):
         ring = circ[:, :1] * perp[k] + circ[:, 1:] * jnp.cross(p.axes[k], perp[k])
-        near = [safe_unit(c - (c @ p.axes[k]) * p.axes[k], perp[k]) for (i, _, _), c in zip(lay.caps, p.cap)
+        near = [safe_unit(c - (c @ p.axes[k]) * p.axes[k], perp[k], noise) for (i, _), c in zip(lay.caps, p.cap)
                 if i != lay.owner[k]]
         ring = jnp.concatenate([ring] + [jnp.stack([x, -x]) for x in near])
         v = _gap(p, ring)
@@ -254,17 +266,34 @@ def _search(lay: _Layout, p: _Gap) -> tuple[Array, Array]:
     starts = jnp.concatenate(starts + [sphere[_best(v, peak, SPHERE_STARTS)]])
     # per run: the circle's axis (0 on the sphere) and the kink circles seen from it
     proj = p.axes[None, :, :] - (p.axes @ p.axes.T)[:, :, None] * p.axes[:, None, :]
-    proj = safe_unit(proj) * (1.0 - jnp.eye(kk, dtype=dt))[:, :, None]
+    proj = safe_unit(proj, floor=noise) * (1.0 - jnp.eye(kk, dtype=dt))[:, :, None]
     kinks = jnp.concatenate([jnp.repeat(proj, CIRCLE_STARTS, axis=0), jnp.broadcast_to(p.axes, (SPHERE_STARTS, kk, 3))])
     a = jnp.concatenate([jnp.repeat(p.axes, CIRCLE_STARTS, axis=0), jnp.zeros((SPHERE_STARTS, 3), dt)])
     free = jnp.arange(a.shape[0]) >= kk * CIRCLE_STARTS
     step = jax.vmap(lambda ai, fi, ki, ni: _newton_step(p, lay, ai, fi, ki, ni))
     found = jax.lax.fori_loop(0, NEWTON_ITERATIONS, lambda _, n: step(a, free, kinks, n), starts)
     cand = jnp.concatenate([points, found])
-    scale = jnp.linalg.norm(p.d) + jnp.sum(p.half) + jnp.sqrt(jnp.sum(jnp.abs(p.quad))) + p.ball
+    scale = jnp.linalg.norm(p.d) + jnp.sum(p.half) + jnp.sqrt(jnp.sum(jnp.abs(p.quad))) + jnp.sum(p.cap_r) + p.ball
     bias = 16.0 * jnp.finfo(dt).eps * scale * (2.0 - jnp.asarray(lay.rank, dt))
     win = jnp.argmax(_gap(p, cand) + bias)
     return cand[win], win
+
+
+def _spd_solve(a: Array, r: Array) -> Array:
+    """``a⁻¹ r`` for a small symmetric positive definite ``a`` (static size): Gaussian elimination
+    without pivoting, unrolled."""
+    m = a.shape[0]
+    if m == 0:
+        return r
+    a, r = list(a), list(r)
+    for k in range(m):
+        for i in range(k + 1, m):
+            f = a[i][k] / a[k][k]
+            a[i], r[i] = a[i] - f * a[k], r[i] - f * r[k]
+    x = [None] * m
+    for k in reversed(range(m)):
+        x[k] = (r[k] - sum((a[k][j] * x[j] for j in range(k + 1, m)), jnp.zeros_like(r[k]))) / a[k][k]
+    return jnp.stack(x)
 
 
 def _witness(lay: _Layout, p1: Parts, p2: Parts, n: Array, win: Array) -> tuple[Array, Array, Array]:
@@ -279,17 +308,17 @@ def _witness(lay: _Layout, p1: Parts, p2: Parts, n: Array, win: Array) -> tuple[
     u = [round_direction(p1.round, n), -round_direction(p2.round, n)]
     cap = [jnp.zeros((), bool), jnp.zeros((), bool)]
     cols = [sigma[:, None] * half[:, None] * axes]
-    for j, (i, _, _) in enumerate(lay.caps):
+    for j, (i, _) in enumerate(lay.caps):
         cap[i] = active[kk + 2 * j]
         cols.append((-1.0 if i == 0 else 1.0) * (p1, p2)[i].round[:2])
     z = p2.center - p1.center + (jnp.where(active[:kk], 0.0, t0) * half * sigma) @ axes
-    z = z - jnp.where(cap[0], 0.0, 1.0) * (p1.round.T @ u[0]) + jnp.where(cap[1], 0.0, 1.0) * (p2.round.T @ u[1])
-    b = jnp.concatenate(cols).T * active.astype(dt)                       # (3, K + 2J)
+    z = z - (~cap[0]).astype(dt) * (p1.round.T @ u[0]) + (~cap[1]).astype(dt) * (p2.round.T @ u[1])
+    b = jnp.concatenate(cols) * active.astype(dt)[:, None]                # (K + 2J, 3): the free columns
     gram = b @ b.T
-    gram = gram + jnp.finfo(dt).eps * (jnp.trace(gram) + 1.0) * jnp.eye(3, dtype=dt)
-    y = -b.T @ (inverse_3x3(gram) @ (z - (z @ n) * n))
+    gram = gram + jnp.finfo(dt).eps * (jnp.trace(gram) + 1.0) * jnp.eye(b.shape[0], dtype=dt)
+    y = -_spd_solve(gram, b @ (z - (z @ n) * n))                          # minimum norm
     t = jnp.where(active[:kk], jnp.clip(y[:kk], -1.0, 1.0), t0)
-    for j, (i, _, _) in enumerate(lay.caps):
+    for j, (i, _) in enumerate(lay.caps):
         w = y[kk + 2 * j: kk + 2 * j + 2]
         u[i] = jnp.where(cap[i], jnp.concatenate([w / jnp.maximum(1.0, jnp.linalg.norm(w)), jnp.zeros((1,), dt)]), u[i])
     return t, u[0], u[1]
@@ -300,7 +329,7 @@ def _gap_data(lay: _Layout, types: tuple[str, str], f1: Parts, f2: Parts) -> _Ga
     dt = f1.center.dtype
     quad = [f.round.T @ f.round for f, t in zip((f1, f2), types) if _ROUND[t] == "quad"]
     ball = sum((f.round[0, 0] for f, t in zip((f1, f2), types) if _ROUND[t] == "ball"), jnp.zeros((), dt))
-    caps = [((f1, f2)[i].axes[0], jnp.linalg.norm((f1, f2)[i].round[0])) for i, _, _ in lay.caps]
+    caps = [((f1, f2)[i].axes[0], jnp.linalg.norm((f1, f2)[i].round[0])) for i, _ in lay.caps]
     return _Gap(f2.center - f1.center, jnp.concatenate([f1.axes, f2.axes]), jnp.concatenate([f1.half, f2.half]),
                 jnp.stack(quad) if quad else jnp.zeros((0, 3, 3), dt), ball,
                 jnp.stack([c for c, _ in caps]) if caps else jnp.zeros((0, 3), dt),

@@ -83,19 +83,23 @@ def parts(type_: str, g: GeomFrame) -> Parts:
     raise ValueError(f"no support function for geom type {type_!r}; convex types are {CONVEX_TYPES}")
 
 
-def safe_unit(x: Array, fallback: Array | None = None) -> Array:
-    """``x / |x|`` along the last axis; where ``|x|`` is (numerically) zero, ``fallback``
-    (default: the zero vector).  Value and gradient are finite everywhere."""
+def safe_unit(x: Array, fallback: Array | None = None, floor: Array | float | None = None) -> Array:
+    """``x / |x|`` along the last axis; where ``|x| ≤ floor`` (default: where ``|x|²`` underflows),
+    ``fallback`` (default: the zero vector).  Value and gradient are finite everywhere.  A vector
+    made by cancellation (``a − (a·b) b`` for ``b ≈ a``) is rounding noise that XLA may round
+    differently in each fusion that recomputes it; a ``floor`` at the noise level (``√ε`` times the
+    operands' scale) sends it to the fallback instead of to an arbitrary, or even non-unit, vector."""
     sq = jnp.sum(x * x, axis=-1, keepdims=True)
-    tiny = jnp.finfo(x.dtype).tiny ** 0.5
-    ok = sq > tiny
+    ok = sq > (jnp.finfo(x.dtype).tiny ** 0.5 if floor is None else jnp.asarray(floor, x.dtype)[..., None] ** 2)
     unit = x * jax.lax.rsqrt(jnp.where(ok, sq, 1.0))
     return jnp.where(ok, unit, jnp.zeros_like(x) if fallback is None else fallback)
 
 
 def round_direction(e: Array, n: Array) -> Array:
-    """The round part's witness parameter ``u = E n / |E n|`` (``0`` where ``E n = 0``)."""
-    return safe_unit(jnp.einsum("...ij,...j->...i", e, n))
+    """The round part's witness parameter ``u = E n / |E n|`` (``0`` where ``|E n|`` is at the
+    rounding level of ``|E| |n|``: a cylinder's cap, whose centre it then picks)."""
+    scale = jnp.max(jnp.abs(e), axis=(-2, -1)) * jnp.max(jnp.abs(n), axis=-1)
+    return safe_unit(jnp.einsum("...ij,...j->...i", e, n), floor=jnp.sqrt(jnp.finfo(n.dtype).eps) * scale)
 
 
 def support_parts(pt: Parts, n: Array) -> Array:

@@ -28,11 +28,18 @@ Conversion rules
   :func:`mass_matrix_from_mujoco`.
 * **Joint data.**  ``dof_damping`` → ``damping``, ``dof_armature`` → ``armature``,
   ``dof_frictionloss`` → ``friction``, ``jnt_range`` of limited joints → limits,
-  ``jnt_stiffness`` → ``stiffness`` (per dof), ``qpos_spring`` → ``spring_reference``,
+  ``jnt_stiffness`` → ``stiffness`` (per dof; a free joint's per-dof data are reordered from
+  MuJoCo's ``[linear; angular]`` to sodyn's ``[ω; v]``), ``qpos_spring`` → ``spring_reference``,
   ``qpos0`` → ``q_neutral`` (what :func:`sodyn.neutral_configuration` returns),
   ``opt.gravity`` → ``gravity``.  (MuJoCo applies free-joint armature and damping to
-  ``[v_world; ω_local]``; they are copied as is, which is exact when the three linear values
-  are equal.)
+  ``[v_world; ω_local]``; they are copied as is.  Damping is then exact when the three
+  linear values are equal; linear armature is not: sodyn leaves out its Coriolis force
+  ``a·(ω × v_lin)`` (and, for unequal values, its dependence on the orientation), which one
+  :class:`~sodyn.io.diagnostics.ApproximatedElementWarning` names; see
+  :func:`sodyn.io._mjcf_checks.free_armature_message`.)
+* **Numbers.**  NaN or infinity in a numeric attribute is an error naming the element and the
+  attribute, also where MuJoCo compiles it or (a geom's ``mass``, ``fromto``) silently
+  ignores it (:mod:`sodyn.io._mjcf_checks`).
 * **Options.**  ``<flag>`` switches that remove a force are applied to the data: ``gravity``
   disabled → zero gravity, ``spring`` → zero stiffness, ``damper`` → zero damping,
   ``frictionloss`` → zero friction, ``limit`` → no limits, ``contact`` → no collision geoms,
@@ -68,7 +75,6 @@ Conversion rules
 
 from __future__ import annotations
 
-import os
 import warnings
 
 import jax.numpy as jnp
@@ -76,6 +82,7 @@ import numpy as np
 
 from sodyn import spatial
 from sodyn.io import _xml, diagnostics
+from sodyn.io._mjcf_checks import check_compiled_numbers, check_xml_numbers, free_armature_message
 from sodyn.io._mjcf_elements import (
     add_actuators,
     add_contact,
@@ -98,25 +105,27 @@ def load_mjcf(
     Returns the :class:`Model`, or ``(model, constraints)`` with ``with_constraints=True``
     (``constraints`` an :class:`EqualityConstraints`, empty when the file has none).
 
-    Raises ``FileNotFoundError`` for a missing file and ``ValueError`` (naming the file and
-    MuJoCo's message, which gives the element and line) when MuJoCo rejects the model.
+    Raises ``FileNotFoundError`` for a missing file, ``IsADirectoryError`` for a directory, and
+    ``ValueError`` (naming the file and MuJoCo's message, which gives the element and line)
+    when MuJoCo rejects the model, when a numeric attribute is not finite, or when the bytes
+    cannot be decoded.  A model whose ``M`` is singular at every configuration loads with a
+    :class:`~sodyn.io.diagnostics.SingularModelWarning` naming the joints.
     """
     import mujoco
 
-    if isinstance(path_or_xml, bytes):
-        path_or_xml = path_or_xml.decode("utf-8")
+    if isinstance(path_or_xml, (bytes, bytearray)):
+        path_or_xml = _xml.clean_text(_xml.decode(bytes(path_or_xml), "<MJCF string>"))
     if _xml.looks_like_xml(path_or_xml):
         source = "<MJCF string>"
+        text = _xml.clean_text(path_or_xml)
+        check_xml_numbers(text, source)
         try:
-            mj = mujoco.MjModel.from_xml_string(path_or_xml)
+            mj = mujoco.MjModel.from_xml_string(text)
         except ValueError as e:
             raise ValueError(f"{source}: MuJoCo could not compile the model: {e}") from None
     else:
-        if not isinstance(path_or_xml, (str, os.PathLike)):
-            raise TypeError(f"expected a file path or an XML string, got {type(path_or_xml).__name__}")
-        source = str(path_or_xml)
-        if not os.path.isfile(source):
-            raise FileNotFoundError(f"MJCF file not found: {source!r}")
+        text, source, _ = _xml.read_source(path_or_xml, "MJCF")  # errors name the file
+        check_xml_numbers(text, source)
         try:
             mj = mujoco.MjModel.from_xml_path(source)
         except ValueError as e:
@@ -140,6 +149,7 @@ def from_mujoco(mj, name: str | None = None, dtype=None, with_constraints: bool 
         s = mujoco.mj_id2name(mj, kind, i)
         return s if s else fallback
 
+    check_compiled_numbers(mj, nm)
     flags_off = switched_off(mj)
     unsupported: list[str] = []
     gravity = np.zeros(3) if "gravity" in flags_off else np.asarray(mj.opt.gravity, float)
@@ -184,7 +194,8 @@ def from_mujoco(mj, name: str | None = None, dtype=None, with_constraints: bool 
             jname = joint_names[j]
             dof = int(mj.jnt_dofadr[j])
             nvj = {jt.mjJNT_FREE: 6, jt.mjJNT_BALL: 3}.get(t, 1)
-            dofs = slice(dof, dof + nvj)
+            # MuJoCo's free-joint dofs are [linear; angular], sodyn's [ω; v]: per-dof data follow them
+            dofs = np.arange(dof, dof + nvj)[[3, 4, 5, 0, 1, 2] if t == jt.mjJNT_FREE else slice(None)]
             axis = np.asarray(mj.jnt_axis[j], float)
             ref = float(mj.qpos0[mj.jnt_qposadr[j]])
             anchor = np.zeros(3) if t in (jt.mjJNT_FREE, jt.mjJNT_SLIDE) else np.asarray(mj.jnt_pos[j], float)
@@ -255,10 +266,10 @@ def from_mujoco(mj, name: str | None = None, dtype=None, with_constraints: bool 
         warnings.warn(diagnostics.UnsupportedElementWarning(
             f"{source}: sodyn does not model these elements, which change the dynamics:\n  " + "\n  ".join(unsupported),
             tuple(unsupported)), stacklevel=3)
-    singular = diagnostics.singular_joints(model)
-    if singular:
-        warnings.warn(diagnostics.SingularModelWarning(diagnostics.singular_message(source, singular), singular),
-                      stacklevel=3)
+    approximated = free_armature_message(mj, nm, source)
+    if approximated is not None:
+        warnings.warn(diagnostics.ApproximatedElementWarning(*approximated), stacklevel=3)
+    diagnostics.warn_singular(model, source, stacklevel=3)
     if with_constraints:
         return model, equality_constraints(mj, model, body_names, "equality" in flags_off)
     return model

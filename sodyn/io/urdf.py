@@ -31,7 +31,9 @@ only for signature compatibility with Pinocchio.  The resulting model matches
   joint) and ``planar`` (the plane normal to ``<axis>``; a non-``z`` normal inserts a
   massless intermediate body named ``<child>__planar``).  Axes are normalised.  Limits
   (``lower``/``upper`` default to 0 inside a ``<limit>``, as the URDF specification and
-  urdfdom say; no ``<limit>`` means unbounded), ``velocity``/``effort`` limits and
+  urdfdom say; no ``<limit>`` means unbounded; ``lower > upper``, which Pinocchio loads as
+  written though no ``q`` satisfies it, leaves that joint's position unbounded with one
+  :class:`~sodyn.io.diagnostics.InvalidLimitWarning`), ``velocity``/``effort`` limits and
   ``<dynamics damping friction>`` are kept as model data
   (``damping`` enters :func:`sodyn.inverse_dynamics` as ``damping · v``; Pinocchio's
   ``rnea`` leaves it out).
@@ -46,20 +48,27 @@ only for signature compatibility with Pinocchio.  The resulting model matches
   ``self_collision=True``; an SRDF's ``<disable_collisions>`` become exclusions
   (:mod:`sodyn.io.urdf_collision`).
 
-Every error is a ``ValueError`` naming the file, the element and its line (a missing file
-raises ``FileNotFoundError``); nothing half-built is returned.
+* **Text.**  Like urdfdom (tinyxml), whitespace or blank lines before the XML declaration, a
+  byte-order mark and the declared ``encoding`` (e.g. ISO-8859-1, UTF-16) are accepted
+  (:func:`sodyn.io._xml.decode`); line numbers in errors stay those of the file.
+
+Every error is a ``ValueError`` naming the file, the element and its line (bytes that do not
+decode name the file too; a missing file raises ``FileNotFoundError``, a directory
+``IsADirectoryError``); nothing half-built is returned.  A model whose mass matrix is singular
+at every configuration loads with a :class:`~sodyn.io.diagnostics.SingularModelWarning`
+(:func:`sodyn.io.diagnostics.warn_singular`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import warnings
-from typing import NamedTuple
 
 import numpy as np
 
-from sodyn.io import _xml, diagnostics, urdf_collision
-from sodyn.joints import JointSpec, nq_of, nv_of
+from sodyn.io import _xml, diagnostics, urdf_collision, urdf_mimic
+from sodyn.io.urdf_mimic import CoupledURDF, MimicCoupling
+from sodyn.joints import JointSpec
 from sodyn.model import Model, ModelBuilder
 from sodyn.rotations import rpy_to_matrix
 
@@ -92,42 +101,6 @@ class _Joint:
     damping: float
     friction: float
     mimic: tuple[str, float, float] | None  # (joint, multiplier, offset)
-
-
-@dataclasses.dataclass(frozen=True)
-class MimicCoupling:
-    """Linear maps from the independent coordinates to the full ones (URDF mimic joints).
-
-    ``q = A @ q_r + b`` and ``v = G @ v_r`` (also accelerations); the reduced mass matrix is
-    ``Gᵀ M G`` and reduced generalised forces ``Gᵀ τ``.  A mimic joint follows
-    ``q_j = multiplier · q_m + offset`` (chains of mimics are resolved).  Only one-dof joints
-    can mimic or be mimicked.
-    """
-
-    A: np.ndarray
-    b: np.ndarray
-    G: np.ndarray
-    independent_joints: tuple[str, ...]
-    mimic_joints: tuple[str, ...]
-
-    def q_full(self, q_r):
-        return q_r @ self.A.T + self.b
-
-    def v_full(self, v_r):
-        return v_r @ self.G.T
-
-    def reduce_mass_matrix(self, M):
-        return self.G.T @ M @ self.G
-
-    def reduce_force(self, tau):
-        return tau @ self.G
-
-
-class CoupledURDF(NamedTuple):
-    """What ``load_urdf(..., mimic="couple")`` returns."""
-
-    model: Model
-    coupling: MimicCoupling
 
 
 def _parse_links(doc: _xml.Document, robot, missing_inertia: str) -> dict[str, _Link]:
@@ -187,8 +160,14 @@ def _check_inertias(doc: _xml.Document, links: dict[str, _Link], strict: bool, k
         warnings.warn(diagnostics.InertiaWarning(message, tuple(repairs)), stacklevel=3)
 
 
-def _parse_joints(doc: _xml.Document, robot, links) -> list[_Joint]:
+def _parse_joints(doc: _xml.Document, robot, links, strict: bool = False) -> list[_Joint]:
+    """The ``<joint>`` elements.  A ``<limit>`` with ``lower > upper`` (which Pinocchio loads as
+    written, though no ``q`` satisfies it) loses its position bounds (``±inf``: the simulation
+    applies no limit) with one :class:`~sodyn.io.diagnostics.InvalidLimitWarning` naming the
+    joints; ``strict=True`` makes it an error."""
     joints: list[_Joint] = []
+    inverted: list[str] = []
+    inverted_names: list[str] = []
     seen: dict[str, object] = {}
     for el in robot.findall("joint"):
         name = el.get("name")
@@ -226,8 +205,11 @@ def _parse_joints(doc: _xml.Document, robot, links) -> list[_Joint]:
         if lim is not None:
             if jtype in ("revolute", "prismatic"):  # the URDF specification's defaults: 0
                 lower, upper = doc.float(lim, "lower", 0.0), doc.float(lim, "upper", 0.0)
-                if lower > upper:
-                    raise doc.error(lim, f"joint {name!r}: lower limit {lower} exceeds upper limit {upper}")
+                if lower > upper:  # Pinocchio loads it; no q satisfies it, so it is left out
+                    inverted.append(f"{doc.where(lim)}: joint {name!r}: lower limit {lower:g} exceeds upper "
+                                    f"limit {upper:g}")
+                    inverted_names.append(name)
+                    lower, upper = -np.inf, np.inf
             if lim.get("velocity") is not None:
                 velocity = doc.float(lim, "velocity")
             if lim.get("effort") is not None:
@@ -249,24 +231,14 @@ def _parse_joints(doc: _xml.Document, robot, links) -> list[_Joint]:
             name, el, jtype, ends["parent"], ends["child"], rpy_to_matrix(rpy), xyz, axis,
             lower, upper, velocity, effort, damping, friction, mimic,
         ))
+    if inverted:
+        message = ("joint limits with lower > upper (position limits left out: the simulation applies none; "
+                   "velocity and effort limits kept; strict=True makes this an error):\n  " + "\n  ".join(inverted))
+        if strict:
+            raise ValueError(inverted[0])
+        warnings.warn(diagnostics.InvalidLimitWarning(f"{doc.source}: {message}", tuple(inverted_names)),
+                      stacklevel=3)
     return joints
-
-
-def _check_mimic_targets(doc: _xml.Document, joints: list[_Joint], error: bool) -> None:
-    """A ``<mimic>`` naming no joint of the file is an error, except with ``mimic="independent"``
-    (where mimic tags do not enter the model, as in Pinocchio) without ``strict``: a warning."""
-    names = {j.name for j in joints}
-    bad = [j for j in joints if j.mimic is not None and j.mimic[0] not in names]
-    for j in bad:
-        if error:
-            raise doc.error(j.el.find("mimic"), f"joint {j.name!r} mimics unknown joint {j.mimic[0]!r}")
-    if bad:
-        where = [f"{doc.where(j.el.find('mimic'))}: joint {j.name!r} mimics unknown joint {j.mimic[0]!r}"
-                 for j in bad]
-        warnings.warn(diagnostics.IgnoredElementWarning(
-            "mimic tags naming no joint of the file (ignored: mimic='independent' keeps every joint "
-            "independent; strict=True makes this an error):\n  " + "\n  ".join(where),
-            tuple(f"line {doc.line(j.el.find('mimic'))}" for j in bad)), stacklevel=3)
 
 
 def _tree_order(doc: _xml.Document, robot, links, joints) -> tuple[str, list[_Joint]]:
@@ -306,49 +278,6 @@ def _tree_order(doc: _xml.Document, robot, links, joints) -> tuple[str, list[_Jo
     return roots[0], order
 
 
-def _coupling(doc, model: Model, joints: list[_Joint]) -> MimicCoupling:
-    by_name = {j.name: j for j in joints}
-    mimic = {j.name: j.mimic for j in joints if j.mimic is not None}
-    for name, (target, _, _) in mimic.items():
-        j = by_name[name]
-        for jj in (j, by_name[target]):
-            if jj.type not in ("revolute", "continuous", "prismatic"):
-                raise doc.error(jj.el, f"mimic coupling needs one-dof joints; {jj.name!r} is {jj.type}")
-
-    def resolve(name, depth=0):  # -> (independent joint, multiplier, offset)
-        if name not in mimic:
-            return name, 1.0, 0.0
-        if depth > len(mimic):
-            raise doc.error(by_name[name].el, f"mimic joints form a cycle through {name!r}")
-        target, mult, off = mimic[name]
-        root, m2, o2 = resolve(target, depth + 1)
-        return root, mult * m2, mult * o2 + off
-
-    indep = [n for n in model.joint_names if n not in mimic]
-    q_cols, v_cols = {}, {}
-    nq_r = nv_r = 0
-    for n in indep:
-        s = model.joint_q_slice(n)
-        q_cols[n] = nq_r
-        v_cols[n] = nv_r
-        nq_r += s.stop - s.start
-        nv_r += model.joint_v_slice(n).stop - model.joint_v_slice(n).start
-    A, b, G = np.zeros((model.nq, nq_r)), np.zeros(model.nq), np.zeros((model.nv, nv_r))
-    for n in model.joint_names:
-        qs, vs = model.joint_q_slice(n), model.joint_v_slice(n)
-        if n in mimic:
-            root, mult, off = resolve(n)
-            A[qs.start, q_cols[root]] = mult
-            b[qs.start] = off
-            G[vs.start, v_cols[root]] = mult
-        else:
-            k = model.joint_names.index(n)
-            t = model.joint_types[k]
-            A[qs, q_cols[n]: q_cols[n] + nq_of(t)] = np.eye(nq_of(t))
-            G[vs, v_cols[n]: v_cols[n] + nv_of(t)] = np.eye(nv_of(t))
-    return MimicCoupling(A, b, G, tuple(indep), tuple(n for n in model.joint_names if n in mimic))
-
-
 def load_urdf(
     path_or_xml,
     floating_base: bool = False,
@@ -375,10 +304,13 @@ def load_urdf(
     repaired and reported in one :class:`~sodyn.io.diagnostics.InertiaWarning` (an error
     with ``strict=True``); a clearly negative principal moment is an error unless
     ``invalid_inertia="keep"``, which loads it unchanged (as Pinocchio does) and reports it.
-    A model whose mass matrix is singular (massless subtrees) loads with a
-    :class:`~sodyn.io.diagnostics.SingularModelWarning`.  A ``<mimic>`` naming no joint of the
-    file is an error, except with ``mimic="independent"`` and ``strict=False``, where mimic
-    tags do not enter the model and it only warns
+    A model whose mass matrix is singular (massless subtrees, a zero principal moment about a
+    joint axis, a free joint duplicating a slider) loads with a
+    :class:`~sodyn.io.diagnostics.SingularModelWarning` naming the joints.  A ``<limit>`` with
+    ``lower > upper`` loads without position bounds for that joint and an
+    :class:`~sodyn.io.diagnostics.InvalidLimitWarning` (an error with ``strict=True``).  A
+    ``<mimic>`` naming no joint of the file is an error, except with ``mimic="independent"``
+    and ``strict=False``, where mimic tags do not enter the model and it only warns
     (:class:`~sodyn.io.diagnostics.IgnoredElementWarning`).
 
     ``<collision>`` shapes become :class:`sodyn.Geoms` (:mod:`sodyn.io.urdf_collision`): robot
@@ -402,8 +334,8 @@ def load_urdf(
     links = _parse_links(doc, robot, missing_inertia)
     if not links:
         raise doc.error(robot, "the robot has no <link>")
-    joints = _parse_joints(doc, robot, links)
-    _check_mimic_targets(doc, joints, error=strict or mimic != "independent")
+    joints = _parse_joints(doc, robot, links, strict)
+    urdf_mimic.check_mimic_targets(doc, joints, error=strict or mimic != "independent")
     root, order = _tree_order(doc, robot, links, joints)
     _check_inertias(doc, links, strict, invalid_inertia == "keep")
     if mimic == "reject":
@@ -474,12 +406,9 @@ def load_urdf(
         raise ValueError(f"{source}: {e}") from None
     if meshes:
         urdf_collision.mesh_warning(source, meshes)
-    singular = diagnostics.singular_joints(model)
-    if singular:
-        warnings.warn(diagnostics.SingularModelWarning(diagnostics.singular_message(source, singular), singular),
-                      stacklevel=2)
+    diagnostics.warn_singular(model, source, stacklevel=2)
     if mimic == "couple":
-        return CoupledURDF(model, _coupling(doc, model, order))
+        return CoupledURDF(model, urdf_mimic.coupling(doc, model, order))
     return model
 
 

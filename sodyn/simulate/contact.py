@@ -46,17 +46,24 @@ its stride, explicit integrators are stable only for ``dt`` of order ``ε / (μ 
 or with a larger ``ε``.
 
 **Implicit terms** (``dt`` given, for the linearly implicit Euler step of
-:mod:`sodyn.simulate.stepping`): with ``K = k' n nᵀ``, ``C = c' n nᵀ + (μ f_n / s)(I − n nᵀ)``,
-``k' = ∂f_n/∂δ`` (clipped at 0), ``c' = ∂f_n/∂δ̇``, ``s = sqrt(|u_t|² + ε²)``,
+:mod:`sodyn.simulate.stepping`): the law is linearized about the end of the step as predicted
+from the start, the distance ``d_p = d + dt n·u``: with ``f``, ``K = k' n nᵀ`` and
+``C = c' n nᵀ + (μ f_n / s)(I − n nᵀ)`` evaluated there (``k' = ∂f_n/∂δ`` clipped at 0,
+``c' = ∂f_n/∂δ̇``, ``s = sqrt(|u_t|² + ε²)``), the step applies ``f_expl − K_eff (u⁺ − u) / dt``
+with ``u⁺`` the end-of-step relative velocity and
 
-    f_expl = f − dt K u,     K_eff = dt C + dt² K,
+    f_expl = f(d_p),     K_eff = dt C + dt² K,
     B_k = Σ_{sides on k} Sᵀ (R_kᵀ K_eff R_k) S,
     f_k = Σ_{sides on k} ±Sᵀ R_kᵀ f_expl − B_k [0; R_kᵀ g],
 
 ``S = [−r̃, I₃]`` for the contact point ``r`` in body ``k``'s frame (``Sᵀ f = [r × f; f]``),
-``R_k`` the body's world rotation, ``+`` on body 2 and ``−`` on body 1.  ``B_k`` enters the
-articulated inertia; the last term removes what ``B_k`` would otherwise pick up from the
-recursion's fictitious acceleration ``−g``.  Each body takes its own side of a contact
+``R_k`` the body's world rotation, ``+`` on body 2 and ``−`` on body 1.  For a linear spring
+this is the same step as expanding about ``d`` (``f(d) + dt k' δ̇``); at the onset it is not:
+a contact that closes within a step pushes in that step, as implicit Euler would, where an
+expansion about ``d`` (zero force and slope while apart) would let the spring store ``½ k δ²``
+it never took from the motion, energy from nowhere at large ``dt`` or stiffness.  ``B_k``
+enters the articulated inertia; the last term removes what ``B_k`` would otherwise pick up
+from the recursion's fictitious acceleration ``−g``.  Each body takes its own side of a contact
 implicitly and the other body's end-of-step velocity explicitly (a block-Jacobi splitting of
 ``Jᵀ K_eff J`` with ``J = J₂ − J₁``): since ``Jᵀ K_eff J ≤ 2 (J₁ᵀ K_eff J₁ + J₂ᵀ K_eff J₂)``, the
 amplification of the step's linear part lies in ``(−1, 1]``, so the step stays stable at any
@@ -220,7 +227,8 @@ class ContactTerms(NamedTuple):
 
     ``f_ext (n_bodies, 6)``: body-frame wrenches ``[n; f]`` about each body origin;
     ``added_inertia (n_bodies, 6, 6)`` or ``None``: the ``B_k`` of the implicit step;
-    ``force (nc, 3)``: the world-frame force on body 2 of each slot at the given state;
+    ``force (nc, 3)``: the world-frame force on body 2 of each slot at the given state (with
+    ``dt``: ``f_expl``, at the predicted end-of-step distance);
     ``penetration (nc,)``: ``δ = d₀ − d`` (negative when apart)."""
 
     f_ext: jax.Array
@@ -297,13 +305,15 @@ def contact_terms(model: Model, contact: CompliantContact, q, v, dt=None) -> Con
         omega, lin = spatial.halves(t_s)
         velocity = velocity + sign * spatial.mv(r_s, lin + spatial.cross(omega, r))   # u = ṗ₂ − ṗ₁, world
         sides.append((sign, body, r_s, r))
-    law = point_forces(contact.law(dtype), c.normal, c.distance, velocity)
-    f = law.force
-    if dt is not None:
+    params = contact.law(dtype)
+    if dt is None:
+        law = point_forces(params, c.normal, c.distance, velocity)
+    else:   # the law's value and slopes at the predicted end-of-step distance d + dt n·u
         dt = jnp.asarray(dt, dtype)
-        f = f - spatial.scale(dt * law.normal_stiffness * spatial.dot(c.normal, velocity), c.normal)
+        law = point_forces(params, c.normal, c.distance + dt * spatial.dot(c.normal, velocity), velocity)
         a = dt * law.normal_damping + dt * dt * law.normal_stiffness     # K_eff = b I + (a − b) n nᵀ
         b = dt * law.tangential_damping
+    f = law.force
     wrenches, added = [], []
     for sign, _, r_s, r in sides:
         f_b = sign * spatial.mtv(r_s, f)
@@ -320,7 +330,7 @@ def contact_terms(model: Model, contact: CompliantContact, q, v, dt=None) -> Con
     target = np.concatenate([np.where(body < 0, nb, body) for _, body, _, _ in sides])
     f_ext = spread_sum(jnp.concatenate(wrenches), target, nb + 1)[:nb]
     b_ext = None if dt is None else spread_sum(jnp.concatenate(added), target, nb + 1)[:nb]
-    return ContactTerms(f_ext, b_ext, law.force, law.penetration)
+    return ContactTerms(f_ext, b_ext, law.force, jnp.asarray(params.rest, dtype) - c.distance)
 
 
 def _sts(r: jax.Array) -> jax.Array:

@@ -23,7 +23,9 @@ Three parts, each usable alone:
   cache-sized pieces and splits them across JAX devices when there are several (it keeps a
   function that calls LAPACK on one device: jaxlib's batched LAPACK kernels deadlock when split
   across CPU devices).  It returns summary statistics and, on request, final states or whole
-  trajectories.
+  trajectories (:mod:`~sodyn.simulate.results`).  With ``store=FOLDER`` each finished chunk is
+  written there at once and ``resume=True`` continues an interrupted run
+  (:mod:`~sodyn.simulate.store`, :mod:`~sodyn.simulate.chunks`).
 
 Sample ``i`` of a run is a pure function of ``keys = sample_keys(key, batch)``::
 
@@ -40,7 +42,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
-import sys
+import os
 import time
 import zlib
 from collections.abc import Callable, Mapping, Sequence
@@ -63,9 +65,12 @@ from sodyn.runtime.clock import CompileClock
 from sodyn.runtime.precision import full_precision
 from sodyn.runtime.tuning import MONTE_CARLO_CPU_CHUNK, MONTE_CARLO_MEMORY_FRACTION
 from sodyn.runtime.xla import jit
+from sodyn.simulate.chunks import run_chunks
 from sodyn.simulate.ground import GroundContact
+from sodyn.simulate.results import MonteCarloResult, Stats, _Running  # noqa: F401 - re-exported
 from sodyn.simulate.rollout import rollout as default_rollout
 from sodyn.simulate.state import State
+from sodyn.simulate.store import parameters_hash, read_manifest
 
 Sampler = Callable[[jax.Array, Any], Any]
 KEEP = ("summary", "final", "trajectories")
@@ -428,18 +433,6 @@ def home_sampler(**options) -> Callable[[jax.Array, Model], Any]:
 # ---------------------------------------------------------------------------
 
 
-@dataclasses.dataclass(frozen=True)
-class Stats:
-    """Statistics of one summary quantity over the samples that stayed finite: each array has
-    the quantity's per-sample shape (e.g. ``(steps,)`` for a per-step quantity)."""
-
-    mean: np.ndarray
-    std: np.ndarray
-    min: np.ndarray
-    max: np.ndarray
-    count: int
-
-
 def default_summary(rollout, model: Model) -> dict[str, jax.Array]:
     """The default per-sample summary: ``energy (steps,)`` (kinetic + gravitational potential
     energy of the multibody after each step), ``final_q (nq,)``, ``finite ()`` (every state
@@ -469,67 +462,6 @@ def _takes_model(fn: Callable) -> bool:
     return len(positional) >= 2 or any(p.kind == p.VAR_POSITIONAL for p in params)
 
 
-class _Running:
-    """Mean, variance (Chan et al.'s parallel update), min and max over chunks of samples."""
-
-    def __init__(self):
-        self.n = 0
-        self.mean = self.m2 = self.lo = self.hi = None
-
-    def update(self, x: np.ndarray, keep: np.ndarray) -> None:
-        x = np.asarray(x, dtype=np.float64)[keep]
-        nb = x.shape[0]
-        if nb == 0:
-            return
-        mb, m2b = x.mean(0), ((x - x.mean(0)) ** 2).sum(0)
-        if self.n == 0:
-            self.mean, self.m2, self.lo, self.hi = mb, m2b, x.min(0), x.max(0)
-        else:
-            n = self.n + nb
-            d = mb - self.mean
-            self.mean = self.mean + d * nb / n
-            self.m2 = self.m2 + m2b + d * d * self.n * nb / n
-            self.lo, self.hi = np.minimum(self.lo, x.min(0)), np.maximum(self.hi, x.max(0))
-        self.n += nb
-
-    def stats(self, shape) -> Stats:
-        if self.n == 0:
-            nan = np.full(shape, np.nan)
-            return Stats(nan, nan, nan, nan, 0)
-        return Stats(self.mean, np.sqrt(self.m2 / self.n), self.lo, self.hi, self.n)
-
-
-@dataclasses.dataclass(frozen=True)
-class MonteCarloResult:
-    """What :func:`monte_carlo` returns (host NumPy arrays; leading axis = sample).
-
-    - ``stats``: name -> :class:`Stats` of each summary quantity over the samples that stayed
-      finite; ``values``: name -> ``(batch,)`` per-sample values of the scalar quantities;
-      ``finite (batch,)``: whether each sample's summary ``finite`` flag held (all True without one);
-    - ``params``: path -> ``(batch, ...)`` the sampled parameters that depend on the sample's
-      key (e.g. ``"model.mass"``); ``initial``: the initial states (a batched ``State``);
-    - ``final``: the final states (``keep="final"`` or ``"trajectories"``), ``trajectories``:
-      the rollouts (``keep="trajectories"``), else ``None``;
-    - ``param_keys``, ``state_keys``: the keys of each sample (:func:`sample_keys`);
-    - ``seconds``: the call's wall time, ``compile_seconds``: the part of it JAX spent tracing
-      and compiling (:class:`sodyn.runtime.clock.CompileClock`), so a run's throughput is
-      ``batch · steps / (seconds − compile_seconds)`` sample-steps per second.
-    """
-
-    batch: int
-    stats: dict[str, Stats]
-    values: dict[str, np.ndarray]
-    finite: np.ndarray
-    params: dict[str, np.ndarray]
-    initial: Any
-    final: Any
-    trajectories: Any
-    param_keys: np.ndarray
-    state_keys: np.ndarray
-    seconds: float = float("nan")
-    compile_seconds: float = float("nan")
-
-
 # ---------------------------------------------------------------------------
 # monte_carlo
 # ---------------------------------------------------------------------------
@@ -545,34 +477,6 @@ def sample_keys(key: jax.Array, batch: int) -> tuple[jax.Array, jax.Array]:
 def _nominal(key: jax.Array, nominal: Any) -> Any:
     """The ``sample_params`` of a run without parameter randomization."""
     return nominal
-
-
-class _Progress:
-    """A minimal progress line on stderr, used when tqdm is not installed."""
-
-    def __init__(self, total: int, desc: str):
-        self.total, self.n, self.desc, self.start = total, 0, desc, time.perf_counter()
-        self._show()
-
-    def _show(self, end: str = "") -> None:
-        elapsed = time.perf_counter() - self.start
-        sys.stderr.write(f"\r{self.desc}: {self.n}/{self.total} samples [{elapsed:.1f}s]{end}")
-        sys.stderr.flush()
-
-    def update(self, n: int) -> None:
-        self.n += n
-        self._show()
-
-    def close(self) -> None:
-        self._show("\n")
-
-
-def _progress_bar(total: int, desc: str):
-    try:
-        from tqdm import tqdm  # optional dependency
-    except ImportError:
-        return _Progress(total, desc)
-    return tqdm(total=total, desc=desc, unit="sample", file=sys.stderr)
 
 
 def _key_dependent(jaxpr) -> list[bool]:
@@ -627,6 +531,8 @@ def monte_carlo(
     summary: Callable | None = None,
     devices: str | Sequence[Any] | None = "auto",
     simulate: Callable | None = None,
+    store: str | os.PathLike | None = None,
+    resume: bool = False,
     **rollout_kwargs: Any,
 ) -> MonteCarloResult:
     """Run ``batch`` rollouts with randomized parameters and initial states.
@@ -656,6 +562,14 @@ def monte_carlo(
     - ``simulate``: the rollout function, ``simulate(model, state, controls, dt, steps, **kw)
       -> Rollout(states, tau, contact_force)``; default ``sodyn.simulate.rollout``.
 
+    - ``store``: a folder that receives each chunk's results as it finishes, with a manifest
+      of the run (:mod:`sodyn.simulate.store`); a folder that already holds a run is refused
+      unless ``resume=True``, which loads its finished chunks and runs only the others (the
+      result equals the uninterrupted run's bit for bit; a manifest that does not match the
+      call raises :class:`~sodyn.simulate.store.StoreMismatchError` naming what differs; with
+      ``chunk=None`` the stored chunk size is used).  Ctrl-C (``KeyboardInterrupt``) or any
+      error keeps the finished chunks on disk and propagates: no partial result is returned.
+
     Sample ``i`` uses ``sample_keys(key, batch)[0][i]`` and ``[1][i]`` (see the module doc),
     so its result equals a direct call on those keys.  The result also holds the call's wall
     time and compile time (``seconds``, ``compile_seconds``): each call compiles its program anew.
@@ -670,8 +584,9 @@ def monte_carlo(
         raise ValueError(f"steps must be a positive integer, got {steps!r}")
     if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, (int, np.integer)) or chunk <= 0):
         raise ValueError(f"chunk must be a positive integer or None, got {chunk!r}")
-    if not isinstance(progress, bool):
-        raise TypeError(f"progress must be True or False, got {progress!r}")
+    for name, flag in (("progress", progress), ("resume", resume)):
+        if not isinstance(flag, bool):
+            raise TypeError(f"{name} must be True or False, got {flag!r}")
     if keep not in KEEP:
         raise ValueError(f"keep must be one of {KEEP}, got {keep!r}")
     if np.ndim(dt) != 0 or not np.isfinite(float(dt)) or float(dt) <= 0:
@@ -768,6 +683,8 @@ def monte_carlo(
     n_dev = max(1, len(_batch_devices(devices)))
     in_axes = (0, 0, None, None)
     pk, sk = np.asarray(param_keys), np.asarray(state_keys)
+    if chunk is None and resume and store is not None:
+        chunk = (read_manifest(store) or {}).get("chunk")  # resume in the stored chunks
     if chunk is None:
         per_device = MONTE_CARLO_CPU_CHUNK
         if jax.default_backend() != "cpu":
@@ -787,51 +704,13 @@ def monte_carlo(
         inner = -(-chunk // n_dev)
     run = jit(sd_batch(one, in_axes, chunk_size=max(1, inner), devices=devices))
 
-    scalars: dict[str, list] = {}
-    running: dict[str, _Running] = {}
-    shapes: dict[str, tuple] = {}
-    finite_all, params_out, initial_out, final_out, traj_out = [], [], [], [], []
-    bar = _progress_bar(batch, "monte_carlo") if progress else None
-    try:
-        for c in range(n_chunks):
-            sl = slice(c * chunk, (c + 1) * chunk)
-            out = jax.device_get(run(pk[sl], sk[sl], nominal_arrays, controls_arg))
-            real = min(chunk, batch - c * chunk)
-            out = jax.tree_util.tree_map(lambda x, real=real: np.asarray(x)[:real], out)
-            s = out["summary"]
-            fin = np.asarray(s["finite"], bool).reshape(real) if "finite" in s else np.ones(real, bool)
-            finite_all.append(fin)
-            for name, x in s.items():
-                shapes[name] = x.shape[1:]
-                running.setdefault(name, _Running()).update(x, fin)
-                if x.ndim == 1:
-                    scalars.setdefault(name, []).append(x)
-            params_out.append(out["params"])
-            initial_out.append(out["initial"])
-            if keep == "final":
-                final_out.append(out["final"])
-            elif keep == "trajectories":
-                traj_out.append(out["trajectories"])
-            if bar is not None:
-                bar.update(real)
-    finally:
-        if bar is not None:
-            bar.close()
-
-    cat = lambda parts: jax.tree_util.tree_map(lambda *xs: np.concatenate(xs), *parts)  # noqa: E731
-    params_cat = cat(params_out) if varied_names else []
-    return MonteCarloResult(
-        batch=batch,
-        stats={name: r.stats(shapes[name]) for name, r in running.items()},
-        values={name: np.concatenate(v) for name, v in scalars.items()},
-        finite=np.concatenate(finite_all),
-        params=dict(zip(varied_names, params_cat)),
-        initial=cat(initial_out),
-        final=cat(final_out) if final_out else None,
-        trajectories=cat(traj_out) if traj_out else None,
-        param_keys=np.asarray(param_keys)[:batch],
-        state_keys=np.asarray(state_keys)[:batch],
-    )
+    collector = run_chunks(run, lambda sl: (pk[sl], sk[sl], nominal_arrays, controls_arg), first, batch=batch,
+                           chunk=chunk, progress=progress, store=store, resume=resume, identity={
+                               "model": model.name, "parameters": parameters_hash(nominal_arrays, controls_arg),
+                               "batch": batch, "chunk": chunk, "steps": int(steps), "dt": float(dt),
+                               "key": np.asarray(jax.random.key_data(key) if typed else key).tolist(),
+                               "keep": keep, "params": varied_names})
+    return collector.result(batch, varied_names, param_keys, state_keys)
 
 
 __all__ = [

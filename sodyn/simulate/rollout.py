@@ -10,12 +10,19 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.experimental import checkify
 
-from sodyn.joints import KERNEL_OF
 from sodyn.model import Model
 from sodyn.model_data import Actuators
 from sodyn.simulate.actuation import control_size
+from sodyn.simulate.checks import (
+    StateWatch,
+    check_checks_option,
+    checked_controls,
+    checked_dt,
+    checked_quaternions,
+    raise_first,
+    traced,
+)
 from sodyn.simulate.joint_forces import JointForces
 from sodyn.simulate.state import State
 from sodyn.simulate.stepping import (
@@ -64,7 +71,8 @@ def _per_step(x, steps: int, shape: tuple[int, ...], name: str, dtype) -> jax.Ar
 def rollout(model: Model, state: State, controls: jax.Array | Policy | None, dt, steps: int, *,
             params=None, integrator: str = "implicit", contact=None, actuators: Actuators | None = None,
             joint_forces: JointForces | None = None, f_ext=None, substeps: int = 1,
-            checkpoint: int | None = None, checked: bool = False, constraints=None) -> Rollout:
+            checkpoint: int | None = None, checked: bool = False, constraints=None,
+            checks: str = "cheap") -> Rollout:
     """Simulate ``steps`` steps of ``dt`` from ``state`` with :func:`~sodyn.simulate.step`.
 
     ``controls``: ``None`` (zero), an array ``(steps, nu)`` (``nu`` = actuators, or ``nv``
@@ -72,23 +80,50 @@ def rollout(model: Model, state: State, controls: jax.Array | Policy | None, dt,
     called at the start of each step (``params`` is passed through, so ``jax.grad`` with
     respect to it trains the policy).  ``f_ext``: external body-frame wrenches,
     ``(n_bodies, 6)`` held or ``(steps, n_bodies, 6)`` per step.  The other keywords are
-    :func:`~sodyn.simulate.step`'s (``constraints``: loop closures).
+    :func:`~sodyn.simulate.step`'s (``constraints``: loop closures).  The state is cast to the
+    model's dtype (:meth:`State.initial`); the ``t`` of the ``k``-th state is ``t0 + k·dt``
+    (:func:`step_times`), not a running sum.
 
     Each step is rematerialised in reverse mode (:func:`~sodyn.simulate.stepping.advance`):
     for its backward pass ``jax.grad`` keeps, per step, the state and the forward-dynamics
     factors, not the step's intermediates.  ``checkpoint=c`` splits the scan into segments of
     ``c`` steps whose states and factors are recomputed in the backward pass
     (``jax.checkpoint``): the memory grows as ``steps / c + c`` of them instead of ``steps``,
-    for about one more forward pass of time.
+    for about one more forward pass of time.  The gradient equals the one without
+    ``checkpoint`` to round-off in the same dtype, not bit for bit: the recomputed steps run in
+    a different XLA program (the reverse pass) than the forward pass whose forward-dynamics
+    factors the plain gradient reuses, and XLA's fusion choices change the last bits.  The
+    adjoint of a stiff contact rollout amplifies such last-bit differences like any other
+    round-off (Solo12 dropped on the ground from z = 0.3: ×10³ at 300 steps, ×10⁷ at 1000), so the
+    two gradients differ by as much as float32's own error does (tests/test_simulate.py):
+    float64 relative differences of 8e-13 (300 steps) and 8e-9 (1000 steps); float32 3e-4
+    and 4e-2, against 2e-3 and 1.0 between float32 and float64.
 
-    ``checked=True`` runs the rollout eagerly under ``checkify`` and raises at the first
-    non-finite state (naming the step and joint), non-unit quaternion or non-positive ``dt``.
+    Float32 gradients of long contact rollouts are not reliable: for a 1000-step Solo12
+    rollout dropped on the ground (1 ms, four feet, :class:`~sodyn.simulate.GroundContact`,
+    random torques) the float32 gradient has a cosine of 0.04 with the float64 one (0.999999
+    at 300 steps); the two trajectories themselves part after a few hundred steps of
+    contact.  Differentiate long contact rollouts in float64 (``model.astype(jnp.float64)``
+    under ``jax_enable_x64``), or keep float32 horizons short (a receding horizon or multiple
+    shooting of ≤ 300 steps), and check a gradient's float32/float64 cosine before trusting
+    it.
+
+    ``checks`` (:mod:`sodyn.simulate.checks`; all hold under ``jax.jit`` and ``vmap``):
+    ``"cheap"`` (default) raises at run time on a non-positive or non-finite ``dt``, a zero or
+    non-finite quaternion in the initial ``q`` and a non-finite control (naming its index and
+    step; a policy's controls are checked each step); ``"full"`` also watches every state and
+    raises after the scan naming the step and the first quantity that went non-finite (a
+    control index, or the ``q``/``v`` of a joint, whichever came first); ``"off"`` checks
+    nothing.  ``checked=True`` is ``checks="full"``; it works under ``jax.jit`` (the error is
+    then a ``jax.errors.JaxRuntimeError`` carrying the message) and eagerly raises
+    ``FloatingPointError``.
     """
     if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
         raise ValueError(f"steps must be a positive integer, got {steps!r}")
     if checkpoint is not None and (not isinstance(checkpoint, int) or isinstance(checkpoint, bool) or checkpoint < 1):
         raise ValueError(f"checkpoint must be a positive integer number of steps or None, got {checkpoint!r}")
     check_step_options(integrator, substeps)
+    checks = "full" if checked else check_checks_option(checks)
     check_dt(dt)
     state = check_state_value(model, state)
     dtype = state.q.dtype
@@ -100,103 +135,116 @@ def rollout(model: Model, state: State, controls: jax.Array | Policy | None, dt,
     if controls is not None and control_xs is not None and jnp.ndim(controls) == 1:
         raise ValueError(f"controls must have shape ({steps}, {nu}), got {jnp.shape(controls)}")
     f_xs = _per_step(f_ext, steps, (model.n_bodies, 6), "f_ext", dtype)
+    dt_lo = _low_part(dt, dtype)
     dt = jnp.asarray(dt, dtype)
+    t0 = state.t
+    watch = StateWatch(model, nu) if checks == "full" else None
+    if checks != "off":
+        dt = checked_dt(dt)
+        state = State(checked_quaternions(model, state.q), state.v, state.t)
+        if control_xs is not None and checks == "cheap":
+            control_xs = checked_controls(control_xs, first_step=1)
 
-    def one_step(s: State, x):
+    def one_step(carry, x):
+        s, first = carry
         index, u, f = x
         if policy is not None:
             u = jnp.asarray(policy(params, s.t, s), dtype)
             if u.shape != (nu,):
                 raise ValueError(f"the policy must return a control of shape ({nu},), got {u.shape}")
+            if checks == "cheap":
+                first = jnp.where(first >= 0, first, _first_bad_control(index, u))
         new, rec = advance(model, forces, s, u, f, dt, integrator, substeps)
-        if checked:
-            _check_state(model, new, index)
+        new = State(new.q, new.v, step_times(t0, index, dt, dt_lo))
+        if watch is not None:
+            first = watch.update(first, index, u, new.q, new.v)
         tau = rec.actuator + rec.joint
-        return new, (new, u, tau, rec.contact, rec.constraint)
+        return (new, first), (new, u, tau, rec.contact, rec.constraint)
 
-    def run(state: State, dt):
-        xs = (jnp.arange(1, steps + 1), control_xs, f_xs)
-        if checked:
-            checkify.check(dt > 0, "dt must be positive, got {dt}", dt=dt)
-            _check_state(model, state, jnp.zeros((), jnp.int32))
-        if checkpoint is None or checkpoint >= steps:
-            _, out = jax.lax.scan(one_step, state, xs)
-        else:
-            out = _checkpointed_scan(one_step, state, xs, steps, checkpoint)
-        return Rollout(*out)
-
-    if not checked:
-        return run(state, dt)
-    if any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves((state, dt))):
-        raise ValueError("checked=True runs the rollout eagerly and raises on the first bad state: "
-                         "call it outside jax.jit/vmap/grad")
-    err, out = jax.jit(checkify.checkify(run, errors=checkify.user_checks))(state, dt)
-    message = err.get()
-    if message is not None:
-        raise FloatingPointError(_name_joint(model, message))
+    carry = (state, jnp.asarray(-1, jnp.int32))
+    xs = (jnp.arange(1, steps + 1, dtype=jnp.int32), control_xs, f_xs)
+    if checkpoint is None or checkpoint >= steps:
+        (_, first), out = jax.lax.scan(one_step, carry, xs)
+    else:
+        first, out = _checkpointed_scan(one_step, carry, xs, steps, checkpoint)
+    out = Rollout(*out)
+    if watch is not None:
+        if traced((out, first)):
+            return watch.raise_if(out, first)
+        try:
+            return watch.raise_if(out, first)
+        except Exception as err:  # noqa: BLE001 - eagerly, a failed check is re-raised plainly
+            raise FloatingPointError(_check_message(err)) from None
+    if policy is not None and checks == "cheap":
+        out = raise_first(out, first, tuple(f"control {i} (from the policy)" for i in range(nu)))
     return out
 
 
-def _checkpointed_scan(one_step, state: State, xs, steps: int, segment: int):
+def _first_bad_control(step, u) -> jax.Array:
+    bad = ~jnp.isfinite(u)
+    return jnp.where(jnp.any(bad), step * u.shape[0] + jnp.argmax(bad), -1).astype(jnp.int32)
+
+
+def _check_message(err: Exception) -> str:
+    """The message of a failed check (:mod:`sodyn.simulate.checks`) in an error's text."""
+    found = re.findall(r"(non-finite .*|dt must be a positive.*|q: the quaternion.*)", str(err))
+    return found[-1].strip() if found else str(err)
+
+
+def _low_part(dt, dtype) -> jax.Array:
+    """``dt − fl(dt)`` in ``dtype``: what rounding a concrete (Python, float64) ``dt`` to
+    ``dtype`` lost (0 for a traced ``dt`` or one already in ``dtype``)."""
+    if traced(dt):
+        return jnp.zeros((), dtype)
+    try:
+        exact = np.asarray(dt, np.float64)
+    except (TypeError, ValueError):
+        return jnp.zeros((), dtype)
+    if exact.shape != ():
+        return jnp.zeros((), dtype)
+    return jnp.asarray(exact - np.asarray(exact, np.dtype(dtype)).astype(np.float64), dtype)
+
+
+def _split(a: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Veltkamp split ``a = hi + lo``, each with half the mantissa (exact)."""
+    c = jnp.asarray(2.0 ** ((jnp.finfo(a.dtype).nmant + 2) // 2) + 1.0, a.dtype)
+    t = c * a
+    hi = t - (t - a)
+    return hi, a - hi
+
+
+def step_times(t0: jax.Array, k: jax.Array, dt: jax.Array, dt_lo: jax.Array) -> jax.Array:
+    """``t0 + k·dt`` with the product ``k·(dt + dt_lo)`` rounded once (Dekker's exact product
+    ``k·dt = p + e``; ``dt_lo`` is the part of a Python ``dt`` the dtype lost, :func:`_low_part`).
+
+    A running sum ``t += dt`` makes ``k`` roundings (float32 ``t`` after ``10⁵`` steps of 1 ms
+    reads 99.999 or 100.004); this reads ``100.0``.  ``k`` is exact in float32 up to 2²⁴."""
+    kf = k.astype(dt.dtype)
+    p = kf * dt
+    kh, kl = _split(kf)
+    dh, dl = _split(dt)
+    e = ((kh * dh - p) + kh * dl + kl * dh) + kl * dl
+    return t0 + (p + (e + kf * dt_lo))
+
+
+def _checkpointed_scan(one_step, carry, xs, steps: int, segment: int):
     """``lax.scan`` of ``one_step`` as an outer scan over checkpointed segments of ``segment``
-    steps (and one shorter checkpointed segment for the remainder)."""
+    steps (and one shorter checkpointed segment for the remainder); returns the final carry's
+    second item and the stacked outputs."""
 
     @jax.checkpoint
-    def run_segment(s, xseg):
-        return jax.lax.scan(one_step, s, xseg)
+    def run_segment(c, xseg):
+        return jax.lax.scan(one_step, c, xseg)
 
     n_full = steps // segment
     head = jax.tree_util.tree_map(lambda x: x[: n_full * segment].reshape((n_full, segment) + x.shape[1:]), xs)
-    state, out = jax.lax.scan(run_segment, state, head)
+    carry, out = jax.lax.scan(run_segment, carry, head)
     out = jax.tree_util.tree_map(lambda x: x.reshape((n_full * segment,) + x.shape[2:]), out)
     if steps % segment:
         tail = jax.tree_util.tree_map(lambda x: x[n_full * segment:], xs)
-        _, rest = run_segment(state, tail)
+        carry, rest = run_segment(carry, tail)
         out = jax.tree_util.tree_map(lambda a, b: jnp.concatenate([a, b]), out, rest)
-    return out
+    return carry[1], out
 
 
-def _quaternion_slices(model: Model) -> list[tuple[int, int]]:
-    """Static ``(start, joint)`` of each quaternion in ``q``."""
-    out = []
-    for k, t in enumerate(model.joint_types):
-        kernel = KERNEL_OF.get(t)
-        if kernel in ("spherical", "free"):
-            out.append((int(model.topology.q_start[k]) + (3 if kernel == "free" else 0), k))
-    return out
-
-
-def _check_state(model: Model, s: State, index) -> None:
-    """``checkify`` checks of one state: finite ``q`` and ``v`` (first bad dof named by its
-    index, see :func:`_name_joint`) and unit quaternions."""
-    bad_v = ~jnp.isfinite(s.v)
-    bad_q = ~jnp.isfinite(s.q)
-    dof_of_q = np.zeros(model.nq, dtype=np.int32)
-    for k in range(model.n_bodies):
-        qs, vs = model.joint_q_slice(k), model.joint_v_slice(k)
-        dof_of_q[qs] = vs.start
-    bad = bad_v.at[dof_of_q].max(bad_q)
-    checkify.check(~jnp.any(bad), "non-finite state at step {step}: first non-finite dof {dof}",
-                   step=index, dof=jnp.argmax(bad))
-    tol = 1e-6 if s.q.dtype == jnp.float64 else 1e-3
-    for start, k in _quaternion_slices(model):
-        norm = jnp.sqrt(jnp.sum(s.q[start:start + 4] ** 2))
-        checkify.check(jnp.abs(norm - 1) < tol,
-                       f"quaternion of joint {model.joint_names[k]!r} has norm {{norm}} at step {{step}}",
-                       norm=norm, step=index)
-
-
-def _name_joint(model: Model, message: str) -> str:
-    """Append the joint name to a checkify message that names a dof index."""
-    match = re.search(r"first non-finite dof (\d+)", message)
-    if not match:
-        return message
-    dof = int(match.group(1))
-    for k in range(model.n_bodies):
-        vs = model.joint_v_slice(k)
-        if vs.start <= dof < vs.stop:
-            return f"{message} (joint {model.joint_names[k]!r})"
-    return message
-
-
-__all__ = ["Policy", "Rollout", "rollout"]
+__all__ = ["Policy", "Rollout", "rollout", "step_times"]

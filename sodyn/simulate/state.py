@@ -1,13 +1,37 @@
-"""The simulation :class:`State`: configuration, velocity and time."""
+"""The simulation :class:`State`: configuration, velocity and time, in the model's dtype."""
 
 from __future__ import annotations
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from sodyn.algorithms.common import check_vector
 from sodyn.model import Model
+
+
+def state_array(x, dtype, name: str) -> jax.Array:
+    """``x`` cast to the model's ``dtype`` under sodyn's one dtype policy (the model's dtype wins).
+
+    Integers and booleans are cast (a ``q`` of zeros written as ints is a configuration);
+    float16/bfloat16 are rejected (a 10-bit mantissa cannot hold a configuration to the
+    precision a step changes it by, and a float16 state would otherwise pull the whole step
+    into float16); complex numbers and non-numeric values (strings, objects) are rejected."""
+    if not isinstance(x, jax.Array):
+        try:
+            x = np.asarray(x)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"{name} must be a numeric array, got {type(x).__name__}") from err
+    kind = np.dtype(x.dtype)
+    if jnp.issubdtype(kind, jnp.complexfloating):
+        raise ValueError(f"{name} must be real, got dtype {kind.name}")
+    if kind.name in ("float16", "bfloat16"):
+        raise ValueError(f"{name} has dtype {kind.name}, too coarse for simulation: use float32 or float64 "
+                         f"(the model's dtype is {np.dtype(dtype).name}; Model.astype changes it)")
+    if not (jnp.issubdtype(kind, jnp.floating) or jnp.issubdtype(kind, jnp.integer) or kind == np.bool_):
+        raise ValueError(f"{name} must be a numeric array, got dtype {kind}")
+    return jnp.asarray(x).astype(dtype)
 
 
 class State(eqx.Module):
@@ -15,6 +39,11 @@ class State(eqx.Module):
 
     The compliant contact model is memoryless, so this is all a step needs.  Batched states
     (Monte Carlo, trajectories) are ``State`` values whose leaves carry leading axes.
+
+    Time: :func:`~sodyn.simulate.step` adds ``dt`` to ``t``; a rollout writes the ``t`` of its
+    ``k``-th state as ``t0 + k·dt`` (the product rounded once, see
+    :func:`~sodyn.simulate.rollout.step_times`), so ``10⁵`` float32 steps of 1 ms end at
+    ``t = 100.0`` exactly instead of accumulating ``10⁵`` roundings.
     """
 
     q: jax.Array
@@ -25,10 +54,17 @@ class State(eqx.Module):
     def initial(cls, model: Model, q=None, v=None, t=0.0) -> State:
         """A state at ``(q, v, t)``; ``q`` defaults to the neutral configuration, ``v`` to zero.
 
-        ``q`` and ``v`` are checked against ``model`` (shape and dtype; the model's dtype by
-        default).
+        ``q``, ``v`` and ``t`` take the model's dtype (``model.mass.dtype``; change it with
+        :meth:`~sodyn.Model.astype`): integers are cast, float16/bfloat16 and complex values
+        and non-numbers are rejected with a ``ValueError`` naming the argument
+        (:func:`state_array`); shapes are checked against ``model``.
         """
         dtype = model.mass.dtype
-        q = model.q_neutral.astype(dtype) if q is None else check_vector(model, q, model.nq, "q")
-        v = jnp.zeros(model.nv, q.dtype) if v is None else check_vector(model, v, model.nv, "v", q.dtype)
-        return cls(q, v, jnp.asarray(t, q.dtype))
+        q = model.q_neutral.astype(dtype) if q is None else check_vector(model, state_array(q, dtype, "q"),
+                                                                         model.nq, "q")
+        v = jnp.zeros(model.nv, dtype) if v is None else check_vector(model, state_array(v, dtype, "v"),
+                                                                      model.nv, "v")
+        t = state_array(t, dtype, "t")
+        if t.ndim != 0:
+            raise ValueError(f"t must be a scalar time, got shape {t.shape} (for a batch, use jax.vmap)")
+        return cls(q, v, t)

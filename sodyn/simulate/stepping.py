@@ -50,6 +50,13 @@ from sodyn.constraints import LoopClosures
 from sodyn.model import Model
 from sodyn.model_data import Actuators
 from sodyn.simulate.actuation import actuator_forces, control_size
+from sodyn.simulate.checks import (
+    StateWatch,
+    check_checks_option,
+    checked_controls,
+    checked_dt,
+    checked_quaternions,
+)
 from sodyn.simulate.contact import CompliantContact, contact_terms
 from sodyn.simulate.joint_forces import JointForces, joint_forces
 from sodyn.simulate.rigid_contact import RigidContact, rigid_contact_step
@@ -103,7 +110,8 @@ def resolve_forces(model: Model, actuators=None, joint_forces: JointForces | Non
 
 
 def check_dt(dt) -> None:
-    """A concrete ``dt`` must be positive and finite (a traced one is checked by ``checked=True``)."""
+    """A concrete ``dt`` must be positive and finite: raise now.  (A traced one is checked at run
+    time by :func:`~sodyn.simulate.checks.checked_dt` unless ``checks="off"``.)"""
     try:
         value = float(dt)
     except (TypeError, jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError):
@@ -255,6 +263,7 @@ def check_step_options(integrator: str, substeps) -> None:
 
 
 def check_state_value(model: Model, state: State) -> State:
+    """``state`` checked and cast to the model's dtype (:meth:`State.initial`)."""
     if not isinstance(state, State):
         raise ValueError(f"state must be an sodyn.State (State.initial(model, q, v)), got {type(state).__name__}")
     return State.initial(model, state.q, state.v, state.t)
@@ -262,20 +271,31 @@ def check_state_value(model: Model, state: State) -> State:
 
 def step_and_forces(model: Model, state: State, control, dt, *, integrator: str = "implicit", contact=None,
                     actuators: Actuators | None = None, joint_forces: JointForces | None = None, f_ext=None,
-                    substeps: int = 1, constraints: LoopClosures | None = None) -> tuple[State, StepForces]:
+                    substeps: int = 1, constraints: LoopClosures | None = None,
+                    checks: str = "cheap") -> tuple[State, StepForces]:
     """:func:`step`, also returning the step's :class:`StepForces`."""
     check_step_options(integrator, substeps)
+    checks = check_checks_option(checks)
     check_dt(dt)
     state = check_state_value(model, state)
     forces = resolve_forces(model, actuators, joint_forces, contact, constraints)
     control = check_control(model, forces, control, state.q.dtype)
     f_ext = check_f_ext(model, f_ext, state.q.dtype)
-    return advance(model, forces, state, control, f_ext, jnp.asarray(dt, state.q.dtype), integrator, substeps)
+    dt = jnp.asarray(dt, state.q.dtype)
+    if checks != "off":
+        dt = checked_dt(dt)
+        control = checked_controls(control)
+        state = State(checked_quaternions(model, state.q), state.v, state.t)
+    new, recorded = advance(model, forces, state, control, f_ext, dt, integrator, substeps)
+    if checks == "full":
+        watch = StateWatch(model, control.shape[0])
+        new = watch.raise_if(new, watch.first_bad(1, None, new.q, new.v), first_step=0)
+    return new, recorded
 
 
 def step(model: Model, state: State, control, dt, *, integrator: str = "implicit", contact=None,
          actuators: Actuators | None = None, joint_forces: JointForces | None = None, f_ext=None,
-         substeps: int = 1, constraints: LoopClosures | None = None) -> State:
+         substeps: int = 1, constraints: LoopClosures | None = None, checks: str = "cheap") -> State:
     """Advance ``state`` by ``dt`` (module docstring for the integrators).
 
     ``control``: actuator controls ``(na,)`` when the model (or ``actuators``) has actuators,
@@ -285,9 +305,16 @@ def step(model: Model, state: State, control, dt, *, integrator: str = "implicit
     parameters (:class:`JointForces`, on by default); ``f_ext`` ``(n_bodies, 6)``: external
     body-frame wrenches held over the step; ``substeps``: equal substeps of ``dt / substeps``;
     ``constraints``: loop closures (:class:`~sodyn.LoopClosures`) the step enforces.
+
+    ``checks`` (:mod:`sodyn.simulate.checks`, they hold under ``jax.jit``): ``"cheap"``
+    (default) raises at run time on a non-positive or non-finite ``dt``, a zero or non-finite
+    quaternion in ``state.q`` and a non-finite control; ``"full"`` also on a non-finite new
+    state (naming the joint); ``"off"`` checks nothing.  ``state`` is cast to the model's dtype
+    (:meth:`State.initial`).
     """
     return step_and_forces(model, state, control, dt, integrator=integrator, contact=contact, actuators=actuators,
-                           joint_forces=joint_forces, f_ext=f_ext, substeps=substeps, constraints=constraints)[0]
+                           joint_forces=joint_forces, f_ext=f_ext, substeps=substeps, constraints=constraints,
+                           checks=checks)[0]
 
 
 __all__ = ["INTEGRATORS", "Forces", "StepForces", "advance", "step", "step_and_forces"]
