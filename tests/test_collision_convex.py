@@ -95,32 +95,28 @@ class _Batch:
                 reach = _h(t1, s1, r1, np.zeros(3), u) + _h(t2, s2, r2, np.zeros(3), -u)
                 delta = rng.uniform(-0.3, 0.05) if margin == 0 else rng.uniform(-0.15, 0.05)
                 self.random[margin].append(add(r1, p1, r2, p1 + u * (reach + delta)))
-        self.stencils = []  # base, ±h along x, y, z of p2, ±h of the rotation angle
+        self.stencils = []  # base, ±h along x, y, z of p2, ±h of the rotation angle, ±h of each size of g2
         for _ in range(3):
             r1, p1, r2 = _rotation(rng), rng.normal(size=3) * 0.05, _rotation(rng)
             p2, axis = rng.uniform(0.2, 0.6) * _unit(rng.normal(size=3)), _unit(rng.normal(size=3))
             base = add(r1, p1, r2, p2, axis=axis)
             shifts = [add(r1, p1, r2, p2 + sg * H * e, axis=axis) for e in eye for sg in (1, -1)]
             turns = [add(r1, p1, r2, p2, theta=sg * H, axis=axis) for sg in (1, -1)]
-            self.stencils.append((base, shifts, turns))
-        flat = [0.0, 0.0, 0.0]
-        lo1, lo2 = s1.copy(), s2.copy()
-        for s in (lo1, lo2):
-            s[1] = 0.0 if len(s) > 1 else s[1]
-        zero1 = lo1 if t1 in ("capsule", "cylinder") else s1
-        zero2 = lo2 if t2 in ("capsule", "cylinder") else s2
-        rr = _rotation(rng)
-        self.touching = [add(eye, np.zeros(3), eye, np.array([0, 0, _h(t1, s1, eye, np.zeros(3), eye[2])
-                                                               + _h(t2, s2, eye, np.zeros(3), -eye[2])])),
-                         add(eye, np.zeros(3), eye, np.array([_h(t1, s1, eye, np.zeros(3), eye[0])
-                                                             + _h(t2, s2, eye, np.zeros(3), -eye[0]), 0, 0]))]
+            grows = [add(r1, p1, r2, p2, z2=s2 + sg * H * e, axis=axis) for e in eye for sg in (1, -1)]
+            self.stencils.append((base, shifts, turns, grows))
+        # degenerate: touching exactly (face to face, side to face), coincident centres, parallel axes,
+        # zero-length capsules and cylinders
+        o, rr = np.zeros(3), _rotation(rng)
+        z1, z2 = (np.where(np.arange(3) == 1, 0.0, s) if t in ("capsule", "cylinder") else s
+                  for t, s in ((t1, s1), (t2, s2)))
+        self.touching = [add(eye, o, eye, e * (_h(t1, s1, eye, o, e) + _h(t2, s2, eye, o, -e))) for e in eye[[2, 0]]]
         self.degenerate = self.touching + [
-            add(rr, np.zeros(3), rr, np.zeros(3)),                                   # coincident, aligned
-            add(_rotation(rng), np.array(flat), _rotation(rng), np.zeros(3)),        # coincident centres
-            add(rr, np.zeros(3), rr, np.array([0.6, 0.0, 0.0])),                     # parallel axes, apart
-            add(rr, np.zeros(3), rr, rr @ np.array([0.3, 0.0, 0.0])),                # parallel axes, overlapping
-            add(_rotation(rng), np.zeros(3), _rotation(rng), np.array([0.1, 0.2, 0.3]), zero1, zero2),  # zero lengths
-            add(rr, np.zeros(3), rr, rr @ np.array([0.0, 0.0, 0.9]), zero1, zero2),
+            add(rr, o, rr, o),                                                   # coincident, aligned
+            add(_rotation(rng), o, _rotation(rng), o),                           # coincident centres
+            add(rr, o, rr, np.array([0.6, 0.0, 0.0])),                           # parallel axes, apart
+            add(rr, o, rr, rr @ np.array([0.3, 0.0, 0.0])),                      # parallel axes, overlapping
+            add(_rotation(rng), o, _rotation(rng), np.array([0.1, 0.2, 0.3]), z1, z2),   # zero lengths
+            add(rr, o, rr, rr @ np.array([0.0, 0.0, 0.9]), z1, z2),                      # zero lengths, on axis
         ]
         cols = [np.stack([r[k] for r in rows]) for k in range(8)]
         self.rows = rows
@@ -233,12 +229,14 @@ def test_matches_mujoco(pair, margin):
 @pytest.mark.parametrize("pair", PAIRS, ids=["-".join(p) for p in PAIRS])
 def test_gradients_match_central_differences(pair):
     b = _batch(pair)
-    for base, shifts, turns in b.stencils:
+    for base, shifts, turns, grows in b.stencils:
         g1, g2, g_theta = (jax.tree.map(lambda x, k=base: x[k], g) for g in b.grads)
         fd_p = [(b.distance[shifts[2 * k]] - b.distance[shifts[2 * k + 1]]) / (2 * H) for k in range(3)]
         fd_theta = (b.distance[turns[0]] - b.distance[turns[1]]) / (2 * H)
+        fd_size = [(b.distance[grows[2 * k]] - b.distance[grows[2 * k + 1]]) / (2 * H) for k in range(3)]
         np.testing.assert_allclose(g2.position, fd_p, rtol=1e-6, atol=1e-8)
         np.testing.assert_allclose(g_theta, fd_theta, rtol=1e-6, atol=1e-8)
+        np.testing.assert_allclose(g2.size, fd_size, rtol=1e-6, atol=1e-8)
         # translation invariance: moving both geoms together changes nothing
         np.testing.assert_allclose(g1.position, -g2.position, rtol=1e-9, atol=1e-12)
 
@@ -263,9 +261,11 @@ def test_float32():
     idx = np.array(b.random[0.0][:64])
     cols = [np.stack([b.rows[i][k] for i in idx]) for k in range(6)]
     g1, g2 = (GeomFrame(*(jnp.asarray(c, jnp.float32) for c in cs)) for cs in (cols[:3], cols[3:]))
-    f = jax.vmap(CONVEX_PAIRS[pair])
-    c = jax.jit(f)(g1, g2)
-    grad = jax.jit(jax.vmap(jax.grad(lambda a, b: CONVEX_PAIRS[pair](a, b).distance[0], argnums=(0, 1))))(g1, g2)
+    def dist(a, b):
+        c = CONVEX_PAIRS[pair](a, b)
+        return c.distance[0], c
+
+    (_, c), grad = jax.jit(jax.vmap(jax.value_and_grad(dist, argnums=(0, 1), has_aux=True)))(g1, g2)
     assert c.distance.dtype == c.normal.dtype == c.position.dtype == jnp.float32
     assert all(x.dtype == jnp.float32 and np.all(np.isfinite(x)) for x in jax.tree.leaves((c, grad)))
     np.testing.assert_allclose(c.distance[:, 0], b.distance[idx], atol=1e-4)
@@ -279,11 +279,12 @@ def test_support_functions():
         size = np.array(SIZE1[type_], float)
         r, p = _rotation(rng), rng.normal(size=3)
         g = GeomFrame(jnp.asarray(r), jnp.asarray(p), jnp.asarray(size))
-        pts = np.asarray(jax.vmap(lambda n, g=g, t=type_: support(t, g, n))(jnp.asarray(dirs)))
-        for n, x in zip(dirs, pts):
+        def point_and_jacobian(g, n, t=type_):
+            return support(t, g, n), jax.jacobian(lambda g, n: support(t, g, n), argnums=(0, 1))(g, n)
+
+        pts, jac = jax.jit(jax.vmap(point_and_jacobian, (None, 0)))(g, jnp.asarray(dirs))
+        for n, x in zip(dirs, np.asarray(pts)):
             assert _inside(type_, size, r, p, x)
             if np.any(n):
                 assert abs(n @ x - _h(type_, size, r, p, n)) < 1e-12
-        jac = jax.jacobian(lambda g, n, t=type_: support(t, g, n), argnums=(0, 1))
-        grads = jax.vmap(jac, (None, 0))(g, jnp.asarray(dirs))
-        assert all(np.all(np.isfinite(x)) for x in jax.tree.leaves(grads))
+        assert all(np.all(np.isfinite(x)) for x in jax.tree.leaves(jac))
