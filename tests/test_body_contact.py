@@ -566,3 +566,55 @@ def test_collide_distances_are_differentiable_in_q_for_every_pair_type():
     from sodyn.collision.collide import pair_functions
 
     assert checked == set(pair_functions()[1]) - {("plane", "plane")}
+
+
+PANDA_SCENE = """
+  <link name="table">
+    <collision><origin xyz="0.55 0 0.1"/><geometry><box size="0.4 0.6 0.2"/></geometry></collision>
+  </link>
+  <joint name="table_mount" type="fixed"><parent link="panda_link0"/><child link="table"/></joint>
+  <link name="cube">
+    <inertial><mass value="0.2"/><inertia ixx="1.3e-4" iyy="1.3e-4" izz="1.3e-4" ixy="0" ixz="0" iyz="0"/></inertial>
+    <collision><geometry><box size="0.05 0.05 0.05"/></geometry></collision>
+  </link>
+  <joint name="cube_free" type="floating">
+    <parent link="panda_link0"/><child link="cube"/><origin xyz="0.55 0 0.225"/>
+  </joint>
+</robot>"""
+
+
+@pytest.mark.slow
+def test_panda_pushes_a_free_cube_across_a_table():
+    """example-robot-data's ``panda_collision.urdf`` (cylinders and spheres, self-collision on
+    with its SRDF) beside a free cube on a table (a world box), both added to the URDF: position
+    servos with gravity compensation sweep the first joint, the hand pushes the cube along the
+    table, and no two colliding geoms go deeper than 2 mm."""
+    from robots import robot_path
+
+    path = robot_path("panda").parent / "panda_collision.urdf"
+    srdf = robot_path("panda").parent.parent / "srdf" / "panda.srdf"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sd.LoadWarning)
+        model = sd.load_urdf(path.read_text().replace("</robot>", PANDA_SCENE), self_collision=True, srdf=str(srdf))
+    contact = ContactModel.from_model(model)
+    names = {frozenset((model.geoms.names[a], model.geoms.names[b]))
+                             for a, b in zip(contact.geom1, contact.geom2)}
+    assert frozenset(("table:0", "cube:0")) in names and frozenset(("panda_hand:1", "cube:0")) in names
+    arm = [f"panda_joint{i}" for i in range(1, 8)] + ["panda_finger_joint1", "panda_finger_joint2"]
+    kp = np.array([400.0] * 7 + [50.0] * 2)
+    servos = position_servos(model, arm, kp=kp, kv=np.array([40.0] * 7 + [2.0] * 2))
+    posture = jnp.array([-0.2609, 0.1737, 0.0379, -2.1419, 0.0005, 2.3336, 0.8])   # the hand 5 cm beside the cube
+    q0 = jnp.asarray(model.q_neutral).at[7:14].set(posture).at[14:16].set(0.0)    # the cube's joint frame is its start
+    dofs = np.array([model.joint_v_slice(j).start for j in arm])
+
+    def policy(_, t, s):   # the first joint sweeps 0.4 rad in 0.8 s; targets offset by gravity / kp
+        ref = jnp.concatenate([posture.at[0].add(0.5 * jnp.minimum(t, 0.8)), jnp.zeros(2)])
+        return ref + sd.gravity_forces(model, s.q)[dofs] / kp
+
+    traj = jax.jit(lambda s: rollout(model, s, policy, 1e-3, 1000, contact=contact, actuators=servos))(
+        State.initial(model, q0))
+    distance = jax.jit(jax.vmap(lambda q: collide(model, q).distance))(traj.states.q[::5])
+    assert float(jnp.min(distance)) > -2e-3
+    cube = np.asarray(traj.states.q[-1, :3])
+    assert cube[1] > 0.05                                         # pushed along the table (it may tip over)
+    assert -2e-3 < cube[2] < 0.03 and abs(cube[0]) < 0.15 and cube[1] < 0.25   # and still on it

@@ -393,11 +393,15 @@ def load_urdf(
     for j in order:  # the links welded to the world and the moving links below them
         if j.type == "fixed" and j.parent in world_links:
             world_links.add(j.child)
-    world_children = [j.child for j in order if j.parent in world_links and j.child not in world_links]
+    world_children = [j.child for j in order
+                      if j.parent in world_links and j.child not in world_links and j.type != "floating"]
     try:
         urdf_collision.add_collisions(b, index, geoms, self_collision, world_links, world_children)
     except ValueError as e:
         raise ValueError(f"{source}: {e}") from None
+    for j in order:  # a free-floating link is no neighbour of its parent: the parent filter skips it
+        if j.type == "floating":
+            b.set_weld_parent(index[j.child], None)
     if srdf is not None:
         urdf_collision.add_srdf(b, index, srdf)  # its errors name the SRDF
     try:

@@ -11,7 +11,8 @@
   default, so they collide with geoms of the default ``contype = conaffinity = 1`` (terrain,
   free objects) but not with each other; with ``self_collision=True`` they are ``1, 1`` and the
   usual URDF convention holds: a link never collides with its parent (``filter_parent``; for a
-  fixed base, the links welded to the world are excluded from their moving children too).
+  fixed base, the links welded to the world are excluded from their moving children too),
+  except a link on a ``floating`` joint, an object free of its parent.
 * **SRDF** (a path or an XML string): each ``<disable_collisions link1 link2>`` becomes an
   exclusion between the bodies carrying the two links (a link merged through fixed joints
   stands for its moving body).
