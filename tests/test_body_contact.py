@@ -426,6 +426,7 @@ def test_gradient_through_sphere_capsule_first_contact_matches_central_differenc
     assert g32.dtype == jnp.float32 and bool(jnp.all(jnp.isfinite(g32)))
 
 
+@pytest.mark.slow
 def test_rigid_contact_stacks_and_pushes_inside_the_friction_cone(pusher):
     """``RigidContact`` on the same scenes: a stack of three boxes and the pusher.  No pair
     deeper than 1 mm, every slot's force inside its friction cone, and the gradient of the
@@ -530,6 +531,7 @@ ALL_TYPES_XML = """<mujoco><worldbody><geom name="floor" type="plane" size="0 0 
 </worldbody></mujoco>"""
 
 
+@pytest.mark.slow
 def test_collide_distances_are_differentiable_in_q_for_every_pair_type():
     """For every pair type, at random configurations where the pair is within 3 cm or
     penetrating: ``jax.grad`` of the pair's deepest slot distance along random velocity-space
