@@ -263,7 +263,10 @@ def part_step(args) -> str:
              f"free bodies lowered until their lowest geom sinks {SINK * 1e3:g} mm), timed in the same rounds; "
              "core-µs = process CPU time per sample (counts XLA's intra-op threads; steadier than wall time on a "
              "shared machine). Pairs: candidate geom pairs; slots / `ncon`: contacts computed per step; active: mean "
-             "slots or contacts within the margin at the inputs. Target: sodyn / MJX ≤ 0.5 per core-µs.\n",
+             "slots or contacts within the margin at the inputs. Target: sodyn / MJX ≤ 0.5 per core-µs."
+             + (f" B = {b}, below the default 4096: on jaxlib 0.10.2 `jax.jit(jax.vmap(mjx.step))` of the humanoid stops returning "
+                "(threads asleep) within a few calls at B = 1024 and 4096 on this 2-core machine (bench/README.md)."
+                if b < 4096 and not args.quick and jax.__version__.startswith("0.10.") else "") + "\n",
              "| model | geoms (types) | sodyn pairs / slots | sodyn active | MJX pairs / `ncon` | MJX active | "
              "sodyn µs | MJX µs | ratio wall | sodyn core-µs | MJX core-µs | ratio core-µs | compile sodyn / MJX s | "
              "compile ratio |", "|" + "---|" * 14, *rows, *([""] + notes if notes else []), "",
