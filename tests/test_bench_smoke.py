@@ -109,6 +109,7 @@ def test_simulation_bench_models_and_sections(tmp_path):
     assert text.count("## Simulation (issue 29)") == 1
 
 
+@pytest.mark.slow
 def test_collision_bench_quick(tmp_path):
     """bench/collision.py: its dm_control scene gives sodyn and MJX the same candidate pairs and
     starts on the floor; `--quick --parts grad` (the pushing rollout's gradient) runs end to end
