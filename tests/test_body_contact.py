@@ -224,14 +224,19 @@ def test_bad_contact_parameters_are_named(two_boxes):
 
 
 def _model_files():
+    """MJX's test humanoid and dm_control's humanoid, quadruped and cheetah (found without
+    importing the packages, so that collection does not need them)."""
+    import importlib.util
     import os
 
-    import dm_control
-    import mujoco.mjx
+    def folder(module):
+        spec = importlib.util.find_spec(module)
+        return None if spec is None else os.path.dirname(spec.origin)
 
-    suite = os.path.join(os.path.dirname(dm_control.__file__), "suite")
-    return [os.path.join(os.path.dirname(mujoco.mjx.__file__), "test_data", "humanoid", "humanoid.xml")] + [
-        os.path.join(suite, f) for f in ("humanoid.xml", "quadruped.xml", "cheetah.xml")]
+    mjx, suite = folder("mujoco.mjx"), folder("dm_control")
+    files = [] if mjx is None else [os.path.join(mjx, "test_data", "humanoid", "humanoid.xml")]
+    return files + ([] if suite is None else [os.path.join(suite, "suite", f)
+                                              for f in ("humanoid.xml", "quadruped.xml", "cheetah.xml")])
 
 
 @pytest.mark.parametrize("path", _model_files(), ids=lambda p: p.split("/")[-2] + "/" + p.split("/")[-1])
