@@ -6,19 +6,22 @@ from __future__ import annotations
 import dataclasses
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 import numpy as np
 
+from sodyn import spatial
 from sodyn.model import Model
 from sodyn.model_data import check_geom
 
 
-def _frame_of(normal: np.ndarray) -> np.ndarray:
-    """A rotation whose third column is the unit ``normal``."""
-    a = np.eye(3)[int(np.argmin(np.abs(normal)))]
-    t1 = np.cross(a, normal)
-    t1 /= np.linalg.norm(t1)
-    return np.stack([t1, np.cross(normal, t1), normal], axis=-1)
+def plane_rotation(normal: jax.Array) -> jax.Array:
+    """A rotation whose third column is the unit ``normal`` (a plane geom's frame)."""
+    k = jnp.argmin(jnp.abs(normal))
+    a = jnp.where(jnp.arange(3) == k, 1.0, 0.0).astype(normal.dtype)
+    t1 = spatial.cross(a, normal)
+    t1 = t1 / jnp.sqrt(spatial.dot(t1, t1))  # |a × n|² ≥ 2/3 for a unit n
+    return jnp.stack([t1, spatial.cross(normal, t1), normal], axis=-1)
 
 
 def with_ground_plane(model: Model, *, normal=(0.0, 0.0, 1.0), height: float = 0.0, friction: float = 1.0,
@@ -48,7 +51,8 @@ def with_ground_plane(model: Model, *, normal=(0.0, 0.0, 1.0), height: float = 0
 
     geoms = dataclasses.replace(
         g,
-        rotation=grow(g.rotation, _frame_of(n)), translation=grow(g.translation, float(height) * n),
+        rotation=grow(g.rotation, plane_rotation(jnp.asarray(n, dtype))),
+        translation=grow(g.translation, float(height) * n),
         size=grow(g.size, np.zeros(3)), friction=grow(g.friction, fr), margin=grow(g.margin, 0.0),
         gap=grow(g.gap, 0.0), names=g.names + (name,), type=g.type + ("plane",), body=g.body + (-1,),
         contype=g.contype + (static["contype"],), conaffinity=g.conaffinity + (static["conaffinity"],),
@@ -56,4 +60,4 @@ def with_ground_plane(model: Model, *, normal=(0.0, 0.0, 1.0), height: float = 0
     return eqx.tree_at(lambda m: m.geoms, model, geoms)
 
 
-__all__ = ["with_ground_plane"]
+__all__ = ["plane_rotation", "with_ground_plane"]

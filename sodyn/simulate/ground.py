@@ -20,6 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from sodyn import spatial
+from sodyn.collision.scene import plane_rotation
 from sodyn.collision.types import Contacts, GeomFrame
 from sodyn.model import Model
 from sodyn.simulate.contact import (
@@ -34,15 +35,6 @@ from sodyn.simulate.contact import (
     float_array,
 )
 from sodyn.static_index import take
-
-
-def plane_rotation(normal: jax.Array) -> jax.Array:
-    """A rotation whose third column is the unit ``normal`` (a plane geom's frame)."""
-    k = jnp.argmin(jnp.abs(normal))
-    a = jnp.where(jnp.arange(3) == k, 1.0, 0.0).astype(normal.dtype)
-    t1 = spatial.cross(a, normal)
-    t1 = t1 / jnp.sqrt(spatial.dot(t1, t1))  # |a × n|² ≥ 2/3 for a unit n
-    return jnp.stack([t1, spatial.cross(normal, t1), normal], axis=-1)
 
 
 class GroundContact(CompliantContact):
@@ -300,4 +292,4 @@ def _plane(model: Model, plane) -> tuple[np.ndarray, float, float]:
 # ---------------------------------------------------------------------------
 
 
-__all__ = ["GroundContact", "plane_rotation"]
+__all__ = ["GroundContact"]
