@@ -72,7 +72,7 @@ from sodyn.algorithms.operational_space import (
     task_jacobian,
     task_jdot_v,
 )
-from sodyn.collision import collide, with_ground_plane
+from sodyn.collision import collide, set_elevation, with_ground_plane, with_height_field
 from sodyn.configuration import (
     difference,
     integrate,
@@ -83,13 +83,16 @@ from sodyn.configuration import (
 from sodyn.constraints import LoopClosures
 from sodyn.control import OSCOutput, osc_torque, posture_torque, task_pd_acceleration
 from sodyn.io.diagnostics import (
+    ApproximatedElementWarning,
     IgnoredElementWarning,
     InertiaWarning,
+    InvalidLimitWarning,
     LoadWarning,
     SingularModelWarning,
     UnsupportedElementWarning,
 )
 from sodyn.io.mjcf import EqualityConstraints, load_mjcf
+from sodyn.io.robot_data import ExampleRobot, example_robot, example_robots
 from sodyn.io.urdf import load_urdf
 from sodyn.joints import JointSpec
 from sodyn.model import Actuators, Geoms, Keyframes, Model, ModelBuilder
@@ -110,9 +113,10 @@ from sodyn.simulate import (
     rollout,
     step,
 )
+from sodyn.simulate.store import StoreMismatchError
 
 # submodules used as ``sodyn.<name>`` (``import sodyn`` is enough)
-from sodyn import collision, contraction, io, models, runtime, simulate, spatial, viewer  # noqa: E402  isort: skip
+from sodyn import collision, contraction, io, models, runtime, simulate, spatial, terrain, viewer  # noqa: E402  isort: skip
 
 __version__ = "0.1.0"
 
@@ -139,6 +143,8 @@ __all__ = [
     "position_servos", "rollout", "step",
     # collision between geoms (sodyn.collision)
     "collide", "collision", "with_ground_plane",
+    # terrain (sodyn.terrain: height fields from parameters)
+    "set_elevation", "terrain", "with_height_field",
     "RigidContact",
     # constrained, prescribed-motion and free-flying dynamics, centroidal momentum
     "BaseInvariantDynamics", "ConstraintForces", "FreeFlyingInertias", "HybridResult", "LoopClosures",
@@ -147,8 +153,12 @@ __all__ = [
     "constraint_jacobian", "constraint_residual", "free_flying_inertias", "hybrid_dynamics",
     "underactuated_computed_torque", "underactuated_jacobians",
     # loading real robots
-    "Actuators", "EqualityConstraints", "Geoms", "IgnoredElementWarning", "InertiaWarning", "Keyframes",
-    "LoadWarning", "SingularModelWarning", "UnsupportedElementWarning", "lock_joints",
+    "Actuators", "ApproximatedElementWarning", "EqualityConstraints", "Geoms", "IgnoredElementWarning",
+    "InertiaWarning", "InvalidLimitWarning", "Keyframes", "LoadWarning", "SingularModelWarning",
+    "UnsupportedElementWarning", "lock_joints",
+    "ExampleRobot", "example_robot", "example_robots",
+    # Monte Carlo stores (sodyn.simulate.store)
+    "StoreMismatchError",
 ]
 
 prefer_classic_emitters()  # jaxlib before 0.11 only (module docstring)

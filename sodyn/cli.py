@@ -177,7 +177,7 @@ def contact_for(model, clearance: float = CLEARANCE):
 def geom_contact_for(model, ground):
     """The contact ``sodyn simulate --contact`` uses for a model with collision geoms on its
     bodies: its geoms against each other and a ground plane (:class:`~sodyn.ContactModel`), the
-    plane the model's own world plane geom, else ``ground``'s plane added to the model
+    ground the model's own world plane or height field geom, else ``ground``'s plane added to the model
     (:func:`~sodyn.collision.scene.with_ground_plane`).  Returns ``(model, contact)``."""
     import numpy as np
 
@@ -185,7 +185,7 @@ def geom_contact_for(model, ground):
     from sodyn.collision.scene import with_ground_plane
 
     g = model.geoms
-    if not any(t == "plane" and b < 0 for t, b in zip(g.type, g.body)):
+    if not any(t in ("plane", "hfield") and b < 0 for t, b in zip(g.type, g.body)):
         model = with_ground_plane(model, normal=np.asarray(ground.normal, np.float64), height=float(ground.height))
     return model, sd.ContactModel.from_model(model)
 

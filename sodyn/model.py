@@ -26,7 +26,16 @@ import numpy as np
 
 from sodyn.joints import JOINT_TYPES, KERNEL_OF, JointSpec, nq_of, nv_of
 from sodyn.joints import neutral as joint_neutral
-from sodyn.model_data import GEOM_TYPES, Actuators, ContactPairs, Geoms, Keyframes, check_geom
+from sodyn.model_data import (
+    GEOM_TYPES,
+    Actuators,
+    ContactPairs,
+    Geoms,
+    HeightFields,
+    Keyframes,
+    check_geom,
+    check_height_field,
+)
 from sodyn.rotations import quat_to_matrix
 from sodyn.topology import Topology, compile_topology
 
@@ -260,6 +269,8 @@ class _Geom:
     size: np.ndarray
     friction: np.ndarray
     static: dict  # contype, conaffinity, condim, priority, margin, gap (check_geom)
+    hull: object = None  # sodyn.io.meshes.Hull of a mesh geom
+    hfield: tuple | None = None  # (elevation (nrow, ncol), (x, y, z_top, z_base)) of a height field geom
 
 
 @dataclasses.dataclass
@@ -479,28 +490,54 @@ class ModelBuilder:
         b = self._parent_index(body, where)
         self._frames.append((name, b, _as_rotation(rotation, where), _vec(translation, 3, where, "translation")))
 
-    def add_geom(self, name: str, body, type: str, size, *, rotation=None, translation=(0.0, 0.0, 0.0),
+    def add_geom(self, name: str, body, type: str, size=None, *, rotation=None, translation=(0.0, 0.0, 0.0),
                  friction=(1.0, 0.005, 0.0001), contype: int = 1, conaffinity: int = 1, condim: int = 3,
-                 margin: float = 0.0, gap: float = 0.0, priority: int = 0) -> int:
+                 margin: float = 0.0, gap: float = 0.0, priority: int = 0, vertices=None, elevation=None) -> int:
         """Add a collision geom on ``body`` (a name, an index, or ``None`` = world); returns its index.
 
         ``type`` is one of ``GEOM_TYPES``; ``size``, ``friction``, ``contype``, ``conaffinity``,
         ``condim``, ``margin``, ``gap`` and ``priority`` mean what they mean in MuJoCo
         (:class:`Geoms`; the defaults are MuJoCo's).  ``rotation``/``translation`` place it in
-        the body's frame.  Raises ``ValueError`` naming the geom for a bad value.
+        the body's frame.  A ``"mesh"`` geom takes ``vertices (n, 3)`` in the geom frame (or a
+        :class:`sodyn.io.meshes.Hull`) instead of ``size``: it is their convex hull
+        (:func:`sodyn.io.meshes.convex_hull`), with ``size = (max |v|, 0, 0)``.  A ``"hfield"``
+        geom takes ``elevation (nrow, ncol)`` (normalised to ``[0, 1]``) and
+        ``size = (x, y, z_top, z_base)`` (:class:`sodyn.model_data.HeightFields`).  Raises
+        ``ValueError`` naming the geom for a bad value.
         """
         where = f"geom {name!r}"
         if not isinstance(name, str) or not name:
             raise TypeError(f"geom name must be a non-empty string, got {name!r}")
         if name in self._geom_index:
             raise ValueError(f"{where}: name already used")
+        hull = hfield = None
+        if elevation is not None and type != "hfield":
+            raise ValueError(f"{where}: only a height field geom takes elevation, not a {type}")
+        if type == "hfield":
+            if size is None or elevation is None:
+                raise ValueError(f"{where}: a height field geom needs elevation=(nrow, ncol) array and "
+                                 "size=(x, y, z_top, z_base)")
+            hfield = check_height_field(where, elevation, size)
+            x, y, top, base = hfield[1]
+            size = (x, y, max(top, base))
+        elif type == "mesh":
+            from sodyn.io.meshes import Hull, convex_hull
+
+            if size is not None or vertices is None:
+                raise ValueError(f"{where}: a mesh geom takes vertices= (its size is the hull's bounding radius)")
+            hull = vertices if isinstance(vertices, Hull) else convex_hull(vertices, what=where)
+            size = (hull.radius, 0.0, 0.0)
+        elif vertices is not None:
+            raise ValueError(f"{where}: only a mesh geom takes vertices, not a {type}")
+        elif size is None:
+            raise ValueError(f"{where}: a {type} geom needs a size")
         size = _vec(size, 3, where, "size")
         friction = _vec(friction, 3, where, "friction")
         static = check_geom(where, type, size, friction, contype=contype, conaffinity=conaffinity,
                             condim=condim, margin=margin, gap=gap, priority=priority)
         b = self._body_ref(body, where)
         pose = _as_rotation(rotation, where), _vec(translation, 3, where, "translation")
-        self._geoms.append(_Geom(name, type, b, *pose, size, friction, static))
+        self._geoms.append(_Geom(name, type, b, *pose, size, friction, static, hull, hfield))
         self._geom_index[name] = len(self._geoms) - 1
         return len(self._geoms) - 1
 
@@ -540,10 +577,15 @@ class ModelBuilder:
         name = lambda k: None if k == WORLD else body_names[k]  # noqa: E731
         arr = lambda x: np.asarray(x, np.float64)  # noqa: E731
         for i, n in enumerate(geoms.names):
-            self.add_geom(n, name(geoms.body[i]), geoms.type[i], arr(geoms.size[i]), rotation=arr(geoms.rotation[i]),
-                          translation=arr(geoms.translation[i]), friction=arr(geoms.friction[i]),
-                          contype=geoms.contype[i], conaffinity=geoms.conaffinity[i], condim=geoms.condim[i],
-                          margin=float(geoms.margin[i]), gap=float(geoms.gap[i]), priority=geoms.priority[i])
+            mesh, k = geoms.type[i] == "mesh", geoms.hfield_id[i]
+            size = None if mesh else geoms.hfield.size[k] if k >= 0 else arr(geoms.size[i])
+            self.add_geom(n, name(geoms.body[i]), geoms.type[i], size,
+                          rotation=arr(geoms.rotation[i]), translation=arr(geoms.translation[i]),
+                          friction=arr(geoms.friction[i]), contype=geoms.contype[i],
+                          conaffinity=geoms.conaffinity[i], condim=geoms.condim[i], margin=float(geoms.margin[i]),
+                          gap=float(geoms.gap[i]), priority=geoms.priority[i],
+                          vertices=arr(geoms.vertices[i]) if mesh else None,
+                          elevation=arr(geoms.hfield.field(k)) if k >= 0 else None)
         p = geoms.pairs
         for k in range(len(p)):
             self.add_contact_pair(geoms.names[p.geom1[k]], geoms.names[p.geom2[k]], name=p.names[k],
@@ -583,8 +625,15 @@ class ModelBuilder:
         self._keyframes.append((name, np.asarray(q, dtype=np.float64), np.asarray(v, dtype=np.float64)))
 
     # -- build -------------------------------------------------------------------
-    def build(self, dtype=None) -> Model:
-        """Merge fixed joints, order bodies depth-first and compile the topology."""
+    def build(self, dtype=None, *, check_singular: bool = True) -> Model:
+        """Merge fixed joints, order bodies depth-first and compile the topology.
+
+        With ``check_singular`` (default), a model whose mass matrix ``M`` is singular at every
+        configuration (a massless subtree, a zero principal moment of inertia about a joint
+        axis, a duplicated dof) warns :class:`~sodyn.io.diagnostics.SingularModelWarning`
+        naming the joints, as the loaders do (:func:`sodyn.io.diagnostics.warn_singular`; a
+        loader that runs it itself, naming its source, passes ``check_singular=False``).
+        """
         if not self._bodies:
             raise ValueError("cannot build a model without bodies")
         bodies = self._bodies
@@ -722,6 +771,10 @@ class ModelBuilder:
             name=self.name,
         )
         _check_built_values(model)
+        if check_singular:
+            from sodyn.io.diagnostics import warn_singular  # sodyn.io imports this module
+
+            warn_singular(model, f"model {self.name!r}", stacklevel=2)
         return model
 
 
@@ -735,12 +788,15 @@ class ModelBuilder:
             if b in new_index:
                 weld_parent[new_index[b]] = weld(p)
         pairs = self._pairs
+        vertices, faces = _mesh_arrays([x[0].hull for x in g])
+        hfield, hfield_id = _height_fields([x[0] for x in g], arr)
         return Geoms(
             rotation=arr(np.array([x[2] for x in g]).reshape(-1, 3, 3)),
             translation=arr(np.array([x[3] for x in g]).reshape(-1, 3)),
             size=arr(np.array([x[0].size for x in g]).reshape(-1, 3)),
             friction=arr(np.array([x[0].friction for x in g]).reshape(-1, 3)),
             margin=arr(np.array(col("margin"), dtype=np.float64)), gap=arr(np.array(col("gap"), dtype=np.float64)),
+            vertices=arr(vertices), faces=arr(faces),
             pairs=ContactPairs(
                 friction=arr(np.array([p[4] for p in pairs]).reshape(-1, 3)),
                 margin=arr([p[5] for p in pairs]), gap=arr([p[6] for p in pairs]),
@@ -749,6 +805,7 @@ class ModelBuilder:
             names=tuple(x[0].name for x in g), type=tuple(x[0].type for x in g), body=tuple(int(x[1]) for x in g),
             contype=col("contype"), conaffinity=col("conaffinity"), condim=col("condim"), priority=col("priority"),
             exclude=tuple(exclude), filter_parent=self.filter_parent, weld_parent=tuple(weld_parent),
+            hfield=hfield, hfield_id=hfield_id,
         )
 
     def _build_actuators(self, kept, new_index, topo, arr) -> Actuators:
@@ -787,6 +844,44 @@ class ModelBuilder:
             vs.append(np.concatenate([v[v_at[i]] for i in kept]))
         return Keyframes(q=arr(np.array(qs).reshape(-1, nq)), v=arr(np.array(vs).reshape(-1, nv)),
                          names=tuple(k[0] for k in self._keyframes))
+
+
+def _height_fields(geoms, arr) -> tuple[HeightFields, tuple[int, ...]]:
+    """The :class:`HeightFields` of the height field geoms (one per geom, geoms given the same
+    elevation array object sharing it) and each geom's ``hfield_id``."""
+    fields, ids, seen = [], [], {}
+    for x in geoms:
+        if x.hfield is None:
+            ids.append(-1)
+            continue
+        key = (id(x.hfield[0]), x.hfield[1])
+        if key not in seen:
+            seen[key] = len(fields)
+            fields.append((x.name, *x.hfield))
+        ids.append(seen[key])
+    if not fields:
+        return HeightFields(arr(np.zeros((0, 2, 2)))), tuple(ids)
+    rows, cols = max(f[1].shape[0] for f in fields), max(f[1].shape[1] for f in fields)
+    elevation = np.zeros((len(fields), rows, cols))
+    for k, (_, e, _) in enumerate(fields):
+        elevation[k, : e.shape[0], : e.shape[1]] = e
+    return HeightFields(arr(elevation), names=tuple(f[0] for f in fields), nrow=tuple(f[1].shape[0] for f in fields),
+                        ncol=tuple(f[1].shape[1] for f in fields), size=tuple(f[2] for f in fields)), tuple(ids)
+
+
+def _mesh_arrays(hulls) -> tuple[np.ndarray, np.ndarray]:
+    """``vertices (ng, V, 3)`` and ``faces (ng, F, 4)`` of :class:`Geoms` from each geom's hull
+    (``None`` for a primitive): padded by repeating a hull's first row, zeros for primitives."""
+    def pad(rows, width):
+        n = max([1] + [len(r) for r in rows if r is not None])
+        out = np.zeros((len(rows), n, width))
+        for i, r in enumerate(rows):
+            if r is not None:
+                out[i] = np.concatenate([r, np.repeat(r[:1], n - len(r), axis=0)])
+        return out
+
+    return (pad([None if h is None else h.vertices for h in hulls], 3),
+            pad([None if h is None else h.faces for h in hulls], 4))
 
 
 def hinge_coefficients(model: Model, dtype) -> tuple[jax.Array, jax.Array]:

@@ -109,7 +109,7 @@ def lock_joints(model: Model, joints: Sequence[str | int], q=None) -> Model:
     kf = model.keyframes
     for i, name in enumerate(kf.names):
         b.add_keyframe(name, np.asarray(kf.q[i])[keep_q], np.asarray(kf.v[i])[keep_v])
-    return b.build(dtype=model.mass.dtype)
+    return b.build(dtype=model.mass.dtype, check_singular=False)
 
 
 __all__ = ["joint_pose", "lock_joints"]

@@ -1,10 +1,8 @@
-"""Locating the URDFs shipped by the ``example-robot-data`` wheel (no Python module exists)."""
+"""The real robots of the oracle suites, found in ``example-robot-data`` by :mod:`sodyn.io.robot_data`."""
 
 from __future__ import annotations
 
-import functools
 import pathlib
-import sys
 
 #: Real robots used by the oracle suites: name -> (URDF path under robots/, floating base).
 #: example-robot-data ships no KUKA iiwa: the xArm7 (another 7-dof arm) stands in for it.
@@ -24,33 +22,25 @@ ROBOTS = {
 }
 
 
-@functools.lru_cache(maxsize=1)
 def robots_dir() -> pathlib.Path | None:
-    """``<site-packages>/cmeel.prefix/share/example-robot-data/robots``, or ``None``."""
-    try:
-        from importlib.metadata import distribution
+    """``<share>/example-robot-data/robots`` (:func:`sodyn.io.robot_data.example_robot_data_share`),
+    or ``None`` when example-robot-data is not installed."""
+    from sodyn.io.robot_data import example_robot_data_share
 
-        d = pathlib.Path(distribution("example-robot-data").locate_file(
-            "cmeel.prefix/share/example-robot-data/robots"))
-        if d.is_dir():
-            return d
-    except Exception:  # noqa: BLE001 - fall back to searching sys.path
-        pass
-    for p in sys.path:
-        d = pathlib.Path(p) / "cmeel.prefix" / "share" / "example-robot-data" / "robots"
-        if d.is_dir():
-            return d
-    return None
+    share = example_robot_data_share()
+    return None if share is None else share / "example-robot-data" / "robots"
 
 
 def robot_path(name: str) -> pathlib.Path:
-    """Path of a robot's URDF; skips the calling test when example-robot-data is missing."""
+    """Path of a robot's URDF (found by :func:`sodyn.example_robot`); skips the calling test
+    when example-robot-data is missing."""
     import pytest
 
-    d = robots_dir()
-    if d is None:
+    import sodyn
+
+    if robots_dir() is None:
         pytest.skip("example-robot-data is not installed")
-    return d / ROBOTS[name][0]
+    return sodyn.example_robot(ROBOTS[name][0]).urdf
 
 
 #: Robots MuJoCo 3.17 refuses to compile from their URDF (it rejects rotational inertias that

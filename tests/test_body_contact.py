@@ -572,7 +572,8 @@ def test_collide_distances_are_differentiable_in_q_for_every_pair_type():
             checked.add(key)
     from sodyn.collision.collide import pair_functions
 
-    assert checked == set(pair_functions()[1]) - {("plane", "plane")}
+    # the mesh pairs' gradients: tests/test_collision_hulls.py
+    assert checked == {k for k in pair_functions()[1] if "mesh" not in k} - {("plane", "plane")}
 
 
 PANDA_SCENE = """

@@ -29,7 +29,7 @@ from sodyn.model_data import GEOM_TYPES
 
 jax.config.update("jax_enable_x64", True)
 mujoco = pytest.importorskip("mujoco")
-KEPT = {0, 2, 3, 4, 5, 6}  # mjtGeom values sodyn models
+KEPT = {0, 1, 2, 3, 4, 5, 6}  # mjtGeom values sodyn models
 
 
 def mujoco_candidates(m) -> set[frozenset[str]]:
@@ -275,8 +275,8 @@ def test_restrict():
         restrict(m, full, geoms=("nope",))
     with pytest.raises(ValueError, match="unknown body 'nope'"):
         restrict(m, full, bodies=("nope",))
-    with pytest.raises(ValueError, match="'mesh' is not a type"):
-        restrict(m, full, exclude_types=("mesh",))
+    with pytest.raises(ValueError, match="'sdf' is not a type"):
+        restrict(m, full, exclude_types=("sdf",))
 
 
 # -- real MJCF models ---------------------------------------------------------------------
@@ -398,7 +398,7 @@ URDF = """<robot name="r">
 @pytest.mark.fast
 def test_urdf_shapes_names_and_merged_links():
     with pytest.warns(sd.UnsupportedElementWarning, match=r"<link name='arm'><collision><mesh>") as rec:
-        model = sd.load_urdf(URDF)
+        model = sd.load_urdf(URDF, meshes=False)
     (w,) = [r.message for r in rec if isinstance(r.message, sd.UnsupportedElementWarning)]
     assert w.elements == ("<link name='arm'><collision><mesh>",)
     g = model.geoms
@@ -420,12 +420,13 @@ SRDF = """<robot name="r"><disable_collisions link1="tool" link2="{other}" reaso
 def test_srdf_excludes_and_errors(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", sd.LoadWarning)
-        model = sd.load_urdf(URDF, floating_base=True, self_collision=True, srdf=SRDF.format(other="base"))
+        model = sd.load_urdf(URDF, floating_base=True, self_collision=True, srdf=SRDF.format(other="base"),
+                             meshes=False)
         assert model.geoms.exclude == ((0, 1),)  # tool stands for arm (merged); base is body 0
         path = tmp_path / "r.srdf"
         path.write_text(SRDF.format(other="nope"))
         with pytest.raises(ValueError, match=r"r.srdf, line 1, <disable_collisions>: link2 'nope' is not a link"):
-            sd.load_urdf(URDF, srdf=path)
+            sd.load_urdf(URDF, srdf=path, meshes=False)
 
 
 # -- builder --------------------------------------------------------------------------------
@@ -445,7 +446,9 @@ def _builder():
     (lambda b: b.add_geom("g", "base", "cylinder", (0.1, -0.2, 0)), "geom 'g': a cylinder's half-length"),
     (lambda b: b.add_geom("g", "base", "sphere", (0, 0, 0)), r"geom 'g': sphere size\[:1\] must be positive"),
     (lambda b: b.add_geom("g", "base", "ellipsoid", (1, 1, 0)), r"geom 'g': ellipsoid size\[:3\] must be positive"),
-    (lambda b: b.add_geom("g", "base", "mesh", (1, 1, 1)), "geom 'g': unknown geom type 'mesh'"),
+    (lambda b: b.add_geom("g", "base", "sdf", (1, 1, 1)), "geom 'g': unknown geom type 'sdf'"),
+    (lambda b: b.add_geom("g", "base", "hfield", (1, 1, 1)), "geom 'g': a height field geom needs elevation="),
+    (lambda b: b.add_geom("g", "base", "mesh", (1, 1, 1)), "geom 'g': a mesh geom takes vertices="),
     (lambda b: b.add_geom("g", "base", "box", (1, 1, 1), condim=2), r"geom 'g': condim must be one of \(1, 3, 4, 6\)"),
     (lambda b: b.add_geom("g", "base", "box", (1, 1, 1), contype=-1), "geom 'g': contype must be a non-negative"),
     (lambda b: b.add_geom("g", "base", "box", (1, 1, 1), margin=-1), "geom 'g': margin must be finite and non-neg"),

@@ -13,6 +13,7 @@ from robots import random_mujoco_state
 import sodyn as sd
 from sodyn.io import load_mjcf, q_from_mujoco
 from sodyn.simulate.contact import (
+    DAMPING_RATIO,
     ONSET,
     SLIP_VELOCITY,
     contact_terms,
@@ -115,10 +116,10 @@ def test_points_from_geoms_match_mujoco(setup):
     terms = jax.jit(lambda q, v: contact_terms(model, contact, q, v))(setup["q"], setup["v"])
     np.testing.assert_allclose(terms.penetration, np.array(radius) - (np.array(expected) @ n - n @ d.geom_xpos[floor]),
                                atol=1e-12)
-    # defaults: one point carrying the whole robot sinks 1 mm; critical damping for that mass
+    # defaults: one point carrying the whole robot sinks 1 mm; damping ratio DAMPING_RATIO for that mass
     total = float(np.sum(model.mass))
     assert float(contact.stiffness) == pytest.approx(total * 9.81 / 1e-3)
-    assert float(contact.damping) == pytest.approx(2 * np.sqrt(float(contact.stiffness) * total))
+    assert float(contact.damping) == pytest.approx(2 * DAMPING_RATIO * np.sqrt(float(contact.stiffness) * total))
     assert float(contact.slip_velocity) == SLIP_VELOCITY and float(contact.onset) == ONSET
 
 

@@ -116,7 +116,9 @@ def test_massless_body_may_carry_rotational_inertia():
 
 def test_geom_actuator_and_keyframe_errors():
     b = _builder()
-    with pytest.raises(ValueError, match="geom 'g': unknown geom type 'mesh'"):
+    with pytest.raises(ValueError, match="geom 'g': unknown geom type 'sdf'"):
+        b.add_geom("g", "base", "sdf", (1, 1, 1))
+    with pytest.raises(ValueError, match="geom 'g': a mesh geom takes vertices="):
         b.add_geom("g", "base", "mesh", (1, 1, 1))
     with pytest.raises(ValueError, match="geom 'g': size must be non-negative"):
         b.add_geom("g", "base", "box", (1, -1, 1))

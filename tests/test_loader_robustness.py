@@ -236,22 +236,21 @@ def _mujoco_state(mj, rng):
 
 @pytest.mark.fast
 def test_free_joint_armature_against_mujoco():
-    """Equal linear values: M is MuJoCo's exactly; inverse dynamics misses exactly the armature's
-    Coriolis force a·(ω × v_lin) on the linear rows (body frame), forward dynamics M⁻¹ of it;
-    the warning names the joint.  Without linear armature everything is MuJoCo's to 1e-8."""
-    a_lin = 0.25
-    xml = FREE_ARMATURE.format(a=a_lin)
-    with pytest.warns(diagnostics.ApproximatedElementWarning, match=r"free joint\(s\) 'root' have armature") as rec:
+    """Equal linear values (MJCF's one per joint) are exact: no warning, ``M`` is MuJoCo's, and
+    inverse and forward dynamics are MuJoCo's to 1e-8 at a non-zero angular velocity (the
+    armature's velocity force ``a ω × v_lin`` included; tests/test_free_joint_armature.py
+    has the full check and the warning for unequal values)."""
+    xml = FREE_ARMATURE.format(a=0.25)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", sd.LoadWarning)
         model = load_mjcf(xml)
-    (w,) = [r.message for r in rec if isinstance(r.message, diagnostics.ApproximatedElementWarning)]
-    assert w.elements == ("root",)
     mj = mujoco.MjModel.from_xml_string(xml)
     mj.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
-    rng = np.random.default_rng(46)
-    d = _mujoco_state(mj, rng)
+    d = _mujoco_state(mj, np.random.default_rng(46))
     mujoco.mj_forward(mj, d)
     q = d.qpos.copy()
     v = np.asarray(v_from_mujoco(model, q, d.qvel))
+    assert np.linalg.norm(0.25 * np.cross(v[:3], v[3:6])) > 0.1  # the armature's velocity force matters here
     M_mj = np.zeros((mj.nv, mj.nv))
     mujoco.mj_fullM(mj, d, M_mj)
     M = np.asarray(jax.jit(lambda q: sd.mass_matrix(model, q))(q))
@@ -259,27 +258,13 @@ def test_free_joint_armature_against_mujoco():
     # inverse dynamics at MuJoCo's qacc (mj_rne gives M qacc + bias without armature and damping)
     qacc = d.qacc.copy()
     a = np.asarray(a_from_mujoco(model, q, v, qacc))
-    d.qacc[:] = qacc
     rne = np.zeros(mj.nv)
     mujoco.mj_rne(mj, d, 1, rne)
     rne += mj.dof_armature * qacc + mj.dof_damping * d.qvel
     tau = np.asarray(jax.jit(lambda q, v, a: sd.inverse_dynamics(model, q, v, a))(q, v, a))
-    coriolis = np.zeros(model.nv)
-    coriolis[3:6] = a_lin * np.cross(v[:3], v[3:6])  # the armature's Coriolis force, body frame
-    np.testing.assert_allclose(tau + coriolis, tau_from_mujoco(model, q, rne), atol=1e-8)
-    assert np.linalg.norm(coriolis) > 0.1  # the size of the mismatch at this state
-    # forward dynamics: MuJoCo's qacc once the missing force is added, M⁻¹ of it off otherwise
-    fd = jax.jit(lambda q, v, tau: sd.forward_dynamics(model, q, v, tau))
-    qdd = np.asarray(fd(q, v, np.zeros(model.nv)))
-    qdd_fixed = np.asarray(fd(q, v, -coriolis))
-    np.testing.assert_allclose(a_to_mujoco(model, q, v, qdd_fixed), d.qacc, atol=1e-8)
-    np.testing.assert_allclose(qdd - qdd_fixed, np.linalg.solve(M, coriolis), atol=1e-8)
-    # at zero angular velocity the term vanishes: bias forces and accelerations are MuJoCo's
-    d.qvel[3:6] = 0.0
-    mujoco.mj_forward(mj, d)
-    v0 = np.asarray(v_from_mujoco(model, q, d.qvel))
-    np.testing.assert_allclose(a_to_mujoco(model, q, v0, fd(q, v0, np.zeros(model.nv))),
-                               d.qacc, atol=1e-8)
+    np.testing.assert_allclose(tau, tau_from_mujoco(model, q, rne), atol=1e-8)
+    qdd = np.asarray(jax.jit(lambda q, v: sd.forward_dynamics(model, q, v, np.zeros(model.nv)))(q, v))
+    np.testing.assert_allclose(a_to_mujoco(model, q, v, qdd), d.qacc, atol=1e-8)
 
 
 @pytest.mark.fast
@@ -357,6 +342,29 @@ def test_regular_models_do_not_warn():
         with warnings.catch_warnings():
             warnings.simplefilter("error", sd.LoadWarning)
             load_urdf(xml, floating_base=floating)
+
+
+@pytest.mark.fast
+def test_model_builder_runs_the_singularity_check():
+    """``ModelBuilder.build`` warns like the loaders (the same check), pointing at the caller."""
+    def spinner(moments):
+        b = sd.ModelBuilder(name="spinner")
+        b.add_body("disk", None, sd.JointSpec.revolute((1, 0, 0)), mass=2.0, inertia=np.diag(moments),
+                   joint_name="spin")
+        return b
+
+    with pytest.warns(sd.SingularModelWarning, match=r"model 'spinner': .*'spin' \(body 'disk'\)") as rec:
+        spinner([0.0, 0.1, 0.1]).build()  # zero principal moment about the hinge axis
+    (w,) = [r for r in rec if isinstance(r.message, sd.SingularModelWarning)]
+    assert w.message.joints == ("spin",) and w.filename == __file__
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", sd.LoadWarning)
+        spinner([0.1, 0.1, 0.1]).build()
+
+
+def test_top_level_exports():
+    assert (sd.StoreMismatchError, sd.InvalidLimitWarning, sd.ApproximatedElementWarning) == (
+        sd.simulate.store.StoreMismatchError, diagnostics.InvalidLimitWarning, diagnostics.ApproximatedElementWarning)
 
 
 @pytest.mark.fast

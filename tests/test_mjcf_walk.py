@@ -38,7 +38,7 @@ from sodyn.io import a_from_mujoco, mass_matrix_from_mujoco, tau_to_mujoco, v_fr
 jax.config.update("jax_enable_x64", True)
 mujoco = pytest.importorskip("mujoco")
 TOL = 1e-9
-KEPT_GEOMS = {0: "plane", 2: "sphere", 3: "capsule", 4: "ellipsoid", 5: "cylinder", 6: "box"}
+KEPT_GEOMS = {0: "plane", 1: "hfield", 2: "sphere", 3: "capsule", 4: "ellipsoid", 5: "cylinder", 6: "box", 7: "mesh"}
 
 
 def _package_dir(name: str) -> pathlib.Path | None:
@@ -220,7 +220,22 @@ def check_geoms(model, mj, qpos, out):
     rows = geom_rows(mj)
     geoms = model.geoms
     assert geoms.type == tuple(KEPT_GEOMS[int(mj.geom_type[g])] for g in rows)
-    np.testing.assert_array_equal(geoms.size, mj.geom_size[rows].reshape(-1, 3))
+    prim = [i for i, t in enumerate(geoms.type) if t not in ("mesh", "hfield")]  # a mesh's size is its hull's radius
+    np.testing.assert_array_equal(np.asarray(geoms.size)[prim], mj.geom_size[rows].reshape(-1, 3)[prim])
+    for i, g in enumerate(rows):  # a mesh geom is MuJoCo's collision hull (its convex graph's vertices)
+        if geoms.type[i] == "mesh":
+            m = int(mj.geom_dataid[g])
+            a, ga = int(mj.mesh_vertadr[m]), int(mj.mesh_graphadr[m])
+            hull = mj.mesh_vert[a + mj.mesh_graph[ga + 2 + mj.mesh_graph[ga]: ga + 2 + 2 * mj.mesh_graph[ga]]]
+            v, f = np.asarray(geoms.vertices[i]), np.asarray(geoms.faces[i])
+            assert {tuple(x) for x in v} <= {tuple(x) for x in hull.astype(v.dtype)}
+            assert np.max(hull @ f[:, :3].T - f[:, 3]) <= 1e-9 * float(geoms.size[i, 0])
+        if geoms.type[i] == "hfield":  # MuJoCo's compiled height field
+            k, h = geoms.hfield_id[i], int(mj.geom_dataid[g])
+            a, shape = int(mj.hfield_adr[h]), (int(mj.hfield_nrow[h]), int(mj.hfield_ncol[h]))
+            data = mj.hfield_data[a: a + shape[0] * shape[1]].reshape(shape)
+            np.testing.assert_array_equal(geoms.hfield.field(k), data)
+            assert geoms.hfield.size[k] == tuple(mj.hfield_size[h])
     np.testing.assert_array_equal(geoms.friction, mj.geom_friction[rows].reshape(-1, 3))
     d = mujoco.MjData(mj)
     d.qpos[:] = qpos

@@ -52,6 +52,7 @@ from sodyn.algorithms.common import (
     gravity_acceleration,
     mass_parameter_levels,
     model_params,
+    passive_joint_force,
     prepare,
 )
 from sodyn.algorithms.inverse_dynamics import _inverse_dynamics
@@ -308,9 +309,10 @@ def forward_dynamics(model: Model, q, v, tau, f_ext=None, *, convention: Convent
                      added_inertia=None) -> jax.Array:
     """Joint accelerations ``θ̈`` by the O(N) articulated-body algorithm (Jain Lemma 7.6).
 
-    Gravity, external forces ``f_ext`` ``(n_bodies, 6)`` (body frame), joint damping
-    (``τ − damping ⊙ v``) and armature (added to ``D``) are included, consistently with
-    :func:`sodyn.inverse_dynamics`.  The Riccati and innovations recursions run fused in one
+    Gravity, external forces ``f_ext`` ``(n_bodies, 6)`` (body frame), joint damping with
+    a free joint's linear-armature velocity force (``τ − passive_joint_force(model, v)``,
+    :func:`~sodyn.algorithms.common.passive_joint_force`) and armature (added to ``D``) are
+    included, consistently with :func:`sodyn.inverse_dynamics`.  The Riccati and innovations recursions run fused in one
     gather (Alg. 7.1 and 7.2 share their tip-to-base sweep), then one scatter.  ``convention``
     picks the frames (module docstring): ``"local"`` (default) or ``"world"``.  A large
     ``jax.vmap`` of it on the CPU runs in cache-sized chunks
@@ -499,7 +501,7 @@ def _articulated_forward(model: Model, q, v, tau, f_ext, convention: str, added=
     m = model_params(model, dtype)
     unroll = FORWARD_UNROLL
     frames, coriolis, bias = forward_terms(model, q, v, f_ext, convention, unroll)
-    t_blocks = dofs_to_levels(model.topology, tau - m.damping * v, 0.0)
+    t_blocks = dofs_to_levels(model.topology, tau - passive_joint_force(m, v), 0.0)
     if added is not None:
         added = to_levels(model.topology, added, jnp.zeros((6, 6), dtype))
     nus, ab = riccati_and_innovations(model, frames, t_blocks, coriolis, bias, unroll, added)

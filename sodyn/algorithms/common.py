@@ -17,6 +17,7 @@ import numpy as np
 
 from sodyn import joints, spatial
 from sodyn.model import Model, hinge_coefficients
+from sodyn.static_index import spread_sum, take
 from sodyn.topology import (
     AncestorSubtree,
     Topology,
@@ -238,3 +239,40 @@ def gravity_acceleration(model: Model, dtype) -> jax.Array:
     (Jain's 𝔤 is the negative of the gravity field; see the errata in the digests.)
     """
     return jnp.concatenate([jnp.zeros(3, dtype), -model.gravity.astype(dtype)])
+
+
+def free_joint_dofs(topo: Topology) -> np.ndarray:
+    """Static dof indices ``(n_free, 6)`` of every free joint's ``[ω; v]``."""
+    starts = [int(topo.v_start[k]) for k, t in enumerate(topo.joint_type) if t == "free"]
+    return np.asarray(starts, np.int64).reshape(-1, 1) + np.arange(6)
+
+
+def passive_joint_force(model: Model, v: jax.Array) -> jax.Array:
+    """The joint forces ``(nv,)`` of damping and of a free joint's linear armature at ``v``:
+    ``τ = (𝓜 + diag(armature)) θ̈ + C(q, v) + passive_joint_force(model, v)`` with ``𝓜`` and
+    ``C`` those of the bodies alone.
+
+    ``damping ⊙ v`` on every dof.  A free joint's linear armature ``A = diag(a)`` (on the
+    body-frame ``v`` of ``[ω; v]``) is a translational added inertia that moves with the body:
+    kinetic energy ``½ vᵀ A v`` and, by the Euler–Poincaré equations of a rigid body, the force
+
+        [n; f] = [v × (A v); A v̇ + ω × (A v)],
+
+    whose ``A v̇`` is the diagonal armature in ``𝓜`` and whose velocity part, added here, does
+    no work (``ω · (v × A v) + v · (ω × A v) = 0``).  For equal values ``A = a I`` the angular
+    row vanishes and ``f = a (v̇ + ω × v) = a Rᵀ p̈``: the armature on the world-frame linear
+    velocity ``ṗ = R v`` (MuJoCo's ``dof_armature`` of a free joint).  A free joint's angular
+    armature and every other joint's armature enter ``𝓜`` only.  The free joints' slices of
+    ``v`` are read with a static gather.
+    """
+    m = model_params(model, v.dtype)
+    out = m.damping * v
+    dofs = free_joint_dofs(model.topology)
+    if not dofs.size:
+        return out
+    ang, lin = dofs[:, :3].reshape(-1), dofs[:, 3:].reshape(-1)
+    w = take(v, ang).reshape(-1, 3)  # gathers, not slices: no zero padding in reverse mode
+    vl = take(v, lin).reshape(-1, 3)
+    p = take(m.armature, lin).reshape(-1, 3) * vl  # A v
+    gyro = jnp.concatenate([spatial.cross(vl, p).reshape(-1), spatial.cross(w, p).reshape(-1)])
+    return out + spread_sum(gyro, np.concatenate([ang, lin]), model.nv)

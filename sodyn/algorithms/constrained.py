@@ -73,7 +73,7 @@ import numpy as np
 
 from sodyn import spatial
 from sodyn.algorithms.articulated import accelerations, riccati_and_innovation_columns, world_frames_at
-from sodyn.algorithms.common import check_state, gravity_acceleration, model_params, prepare
+from sodyn.algorithms.common import check_state, gravity_acceleration, model_params, passive_joint_force, prepare
 from sodyn.algorithms.kinematics import (
     WorldKinematics,
     first_body_origin,
@@ -467,7 +467,7 @@ def _augmented(model: Model, mo: _Motions, v, tau, f_ext, columns, offset, regul
         added = to_levels(topo, jnp.asarray(added, dtype), jnp.zeros((6, 6), dtype))
         added = spatial.inertia_to_parent(kin.rotation, kin.translation, added)
         bias = bias + spatial.mv(added, acc)
-    t_blocks = dofs_to_levels(topo, tau - m.damping * v, 0.0)
+    t_blocks = dofs_to_levels(topo, tau - passive_joint_force(m, v), 0.0)
     nus, cols, ab = riccati_and_innovation_columns(model, frames, t_blocks, columns, bias, FORWARD_UNROLL, added)
     a = 0.5 * (cols.gram + cols.gram.T)  # G_c 𝓜⁻¹ G_c*
     n_c = a.shape[0]

@@ -33,7 +33,8 @@ quantities enter the scatter only as ``P(p) + S(p)`` and ``z(p) + z_dl(p) − P(
 Conventions: body frames (the ``"local"`` convention of :mod:`sodyn.algorithms.articulated`);
 gravity as the world's acceleration ``−g`` (Jain's 𝔤, see the digests' errata), so the
 accelerations ``α(k)`` are those of :func:`sodyn.body_accelerations` with ``gravity=True``.
-Joint damping, armature (in ``D_dl``, as in ``D``) and external forces are included, as in
+Joint damping and the free joints' linear-armature velocity force (``τ − passive_joint_force``),
+armature (in ``D_dl``, as in ``D``) and external forces are included, as in
 :func:`sodyn.forward_dynamics`.  The dual sweep's per-body ``6 × 6`` solves use the
 closed-form :func:`sodyn.spatial.spd_inverse` (no LAPACK call inside a recursion).
 """
@@ -53,7 +54,14 @@ from sodyn.algorithms.articulated import (
     forward_terms,
     riccati_kernel,
 )
-from sodyn.algorithms.common import check_state, check_vector, gravity_acceleration, model_params, prepare
+from sodyn.algorithms.common import (
+    check_state,
+    check_vector,
+    gravity_acceleration,
+    model_params,
+    passive_joint_force,
+    prepare,
+)
 from sodyn.model import Model
 from sodyn.sweeps import gather, in_slots, scatter
 from sodyn.topology import dofs_from_levels, dofs_to_levels, from_levels
@@ -238,7 +246,7 @@ def base_invariant_forward_dynamics(model: Model, q, v, tau, f_ext=None) -> Base
     topo = model.topology
     m = model_params(model, q.dtype)
     frames, coriolis, bias = forward_terms(model, q, v, f_ext, "local", 1)
-    t_blocks = dofs_to_levels(topo, tau - m.damping * v, 0.0)
+    t_blocks = dofs_to_levels(topo, tau - passive_joint_force(m, v), 0.0)
     reg = _regular_gather(model, frames, t_blocks, coriolis, bias)
     alpha, qdd = _dual_scatter(model, frames, reg, t_blocks, coriolis)
     return BaseInvariantDynamics(qdd, from_levels(topo, alpha))

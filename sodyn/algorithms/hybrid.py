@@ -34,7 +34,8 @@ dofs ``H_a`` both move the same body, so the derivation above holds row by row, 
 ``D_p`` the free dofs' block of the joint's ``D`` and ``ν``, ``G*`` zero on its prescribed
 rows.  Locking is done by masking ``D⁻¹`` (:func:`~sodyn.algorithms.articulated.riccati_kernel`
 with ``free``): the mask is static, so each slot's mask is a constant array and the program
-is the same for every mask.  Armature enters ``D_p`` and ``T``, damping ``T``, as in
+is the same for every mask.  Armature enters ``D_p`` and ``T``, damping and the free joints'
+linear-armature velocity force (:func:`~sodyn.algorithms.common.passive_joint_force`) ``T``, as in
 :func:`~sodyn.algorithms.inverse_dynamics.inverse_dynamics`.
 """
 
@@ -64,6 +65,7 @@ from sodyn.algorithms.common import (
     gravity_acceleration,
     joint_motion,
     model_params,
+    passive_joint_force,
     prepare,
 )
 from sodyn.algorithms.operational_space import task_jacobian, task_jdot_v
@@ -197,12 +199,13 @@ def hybrid_dynamics(model: Model, q, v, prescribed, a_prescribed, tau_free, f_ex
     topo = model.topology
     m = model_params(model, dtype)
     pm = jnp.asarray(mask)
+    passive = passive_joint_force(m, v)
     qdd_a = jnp.where(pm, a_prescribed, 0.0)
-    t_p = jnp.where(pm, 0.0, tau_free - m.damping * v)
+    t_p = jnp.where(pm, 0.0, tau_free - passive)
     frames, coriolis, bias = forward_terms(model, q, v, f_ext, "local", FORWARD_UNROLL)
     qdd, tau = hybrid_sweeps(model, frames, mask, dofs_to_levels(topo, t_p, 0.0), dofs_to_levels(topo, qdd_a, 0.0),
                              coriolis, bias, gravity_acceleration(m, dtype), FORWARD_UNROLL)
-    return HybridResult(qdd, jnp.where(pm, tau + m.damping * v, tau_free))
+    return HybridResult(qdd, jnp.where(pm, tau + passive, tau_free))
 
 
 def _acceleration_map(model: Model, q: jax.Array, mask: np.ndarray) -> jax.Array:

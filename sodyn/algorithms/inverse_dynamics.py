@@ -6,7 +6,9 @@ world accelerating by ``−g`` so gravity needs no per-body term.  Tips to base 
     f(k) = Σ_{c ∈ children(k)} φ(k, c) f(c) + M(k) α(k) + b(k) − f_ext(k),
     b(k) = V(k) ×f M(k) V(k),         T(k) = H(k) f(k),
 
-then ``τ = T + damping ⊙ v + armature ⊙ a``.
+then ``τ = T + armature ⊙ a + passive(v)``, ``passive(v) = damping ⊙ v`` plus, on a free joint's
+rows ``[ω; v]``, the velocity force ``[v × (A v); ω × (A v)]`` of its linear armature ``A``
+(:func:`~sodyn.algorithms.common.passive_joint_force`).
 
 The scatter forms each body's own force ``M(k) α(k) + b(k)`` as soon as it has ``V(k)`` and
 ``α(k)``, and hands the gather only that: the body inertias enter the scatter (a model
@@ -29,6 +31,7 @@ from sodyn.algorithms.common import (
     joint_force,
     joint_motion,
     model_params,
+    passive_joint_force,
     prepare,
 )
 from sodyn.algorithms.kinematics import child_motion
@@ -77,8 +80,10 @@ def inverse_dynamics(model: Model, q, v, a, f_ext=None) -> jax.Array:
 
     ``f_ext`` (optional, ``(n_bodies, 6)``) are external spatial forces ``[n; f]`` on each
     body, in the body's frame, about its origin.  Gravity is ``model.gravity``; joint
-    damping and armature are included.  A large ``jax.vmap`` of it on the CPU runs in
-    cache-sized chunks (:func:`~sodyn.runtime.batching.chunked_when_vmapped`).
+    damping and armature are included (a free joint's linear armature with its velocity
+    force: :func:`~sodyn.algorithms.common.passive_joint_force`).  A large ``jax.vmap`` of
+    it on the CPU runs in cache-sized chunks
+    (:func:`~sodyn.runtime.batching.chunked_when_vmapped`).
     """
     q, v, a, f_ext = check_state(model, q, v, a, "a", f_ext)
     return _inverse_dynamics_in_chunks(model, q, v, a, f_ext)
@@ -101,7 +106,7 @@ def _inverse_dynamics(model: Model, q, v, a, f_ext, added=None) -> jax.Array:
         local = local - to_levels(topo, f_ext, jnp.zeros(6, dtype))
     forces = body_forces_levels(levels, topo, local)
     tau = dofs_from_levels(topo, joint_force(topo, levels.axes, forces))
-    return tau + m.damping * v + m.armature * a
+    return tau + passive_joint_force(m, v) + m.armature * a
 
 
 _inverse_dynamics_in_chunks = chunked_when_vmapped(_inverse_dynamics)

@@ -5,8 +5,10 @@ the contact laws use (:class:`ContactSlots`).
 (:func:`sodyn.collision.pairs.candidate_pairs`: MuJoCo's filtering), so the program has one
 shape for every state.  Each pair type ``(t₁, t₂)`` (``t₁ ≤ t₂`` in ``GEOM_TYPES`` order) has a
 narrow-phase function returning a fixed number of contact slots (:mod:`~sodyn.collision.
-primitives`, :mod:`~sodyn.collision.convex`); the pairs of one type run as one ``jax.vmap`` of
-that function, and the slots of all pairs are concatenated type by type.  Slot ``i`` belongs to
+primitives`, :mod:`~sodyn.collision.convex`, and for a mesh geom, the last type,
+:mod:`~sodyn.collision.hull_contacts` and :mod:`~sodyn.collision.hull_curved`); the pairs of one
+type run as one ``jax.vmap`` of that function, and the slots of all pairs are concatenated type
+by type.  Slot ``i`` belongs to
 the candidate pair ``pair[i]``, between geoms ``geom1[i]`` and ``geom2[i]`` on bodies
 ``body1[i]`` and ``body2[i]`` (``−1``: the world).
 
@@ -16,6 +18,12 @@ none): their slots carry ``distance = FAR``.  Under ``jax.vmap`` a mask saves no
 (every slot is computed for every world, as in MJX), so time grows linearly with the number of
 candidate pairs and compile time with the number of distinct pair types; restrict the pairs
 (:func:`~sodyn.collision.pairs.candidate_pairs`'s options) to what can touch.
+
+**Meshes.**  A mesh geom is its convex hull: the model's ``Geoms.vertices`` and ``faces`` with the
+topology :func:`~sodyn.collision.hull_topology.hull_topology` derives from them (face polygons,
+edges), computed in :func:`geom_frames` once per mesh geom and call (it depends on the model
+only, so a ``jax.vmap`` over worlds does not repeat it); the frames are then
+:class:`~sodyn.collision.types.MeshFrame`.  A model without mesh geoms skips all of it.
 """
 
 from __future__ import annotations
@@ -28,17 +36,19 @@ import jax.numpy as jnp
 import numpy as np
 
 from sodyn import spatial
-from sodyn.collision.types import FAR, Contacts, GeomFrame
+from sodyn.collision.types import FAR, Contacts, GeomFrame, Hull, MeshFrame
 from sodyn.model import Model
+from sodyn.model_data import GEOM_TYPES
 from sodyn.static_index import take
 
 
 def pair_functions() -> tuple[dict[tuple[str, str], Callable], dict[tuple[str, str], int]]:
     """The narrow-phase function and slot count of every supported pair type."""
-    from sodyn.collision import convex, primitives
+    from sodyn.collision import convex, heightfield, hull_contacts, hull_curved, primitives
 
-    functions = {**primitives.PAIR_FUNCTIONS, **convex.CONVEX_PAIRS}
-    slots = {**primitives.SLOTS, **convex.SLOTS}
+    functions = {**primitives.PAIR_FUNCTIONS, **convex.CONVEX_PAIRS, **hull_contacts.HULL_PAIRS,
+                 **hull_curved.CURVED_PAIRS}
+    slots = {**primitives.SLOTS, **convex.SLOTS, **hull_contacts.SLOTS, **hull_curved.SLOTS, **heightfield.SLOTS}
     return functions, slots
 
 
@@ -46,14 +56,17 @@ class ContactSlots(eqx.Module):
     """The static contact-slot layout of a list of candidate geom pairs (module docstring).
 
     ``pair``, ``geom1``, ``geom2``, ``body1``, ``body2``: per slot, ``(nc,)`` integer tuples;
-    ``groups``: per pair type, ``(type1, type2, pair indices, slots per pair)`` in slot order."""
+    ``groups``: per pair type, ``(type1, type2, pair indices, slots per pair, field)`` in slot
+    order; ``field`` is ``None``, or for a height field's pairs (one group per height field)
+    ``(k, grid)``: its index in ``Geoms.hfield`` and the :class:`~sodyn.collision.heightfield.Grid`
+    sized for the group's geoms."""
 
     pair: tuple[int, ...] = eqx.field(static=True)
     geom1: tuple[int, ...] = eqx.field(static=True)
     geom2: tuple[int, ...] = eqx.field(static=True)
     body1: tuple[int, ...] = eqx.field(static=True)
     body2: tuple[int, ...] = eqx.field(static=True)
-    groups: tuple[tuple[str, str, tuple[int, ...], int], ...] = eqx.field(static=True)
+    groups: tuple[tuple[str, str, tuple[int, ...], int, tuple | None], ...] = eqx.field(static=True)
 
     def __len__(self) -> int:
         return len(self.pair)
@@ -71,13 +84,19 @@ def contact_slots(model: Model, geom1, geom2) -> ContactSlots:
         key = (g.type[a], g.type[b])
         if key not in slots:
             raise ValueError(f"collision: no narrow phase for the pair {g.names[a]!r} ({key[0]}) – "
-                             f"{g.names[b]!r} ({key[1]}); pairs are ordered plane < sphere < capsule < ellipsoid "
-                             "< cylinder < box")
-        by_type.setdefault(key, []).append(p)
+                             f"{g.names[b]!r} ({key[1]}); pairs are ordered {' < '.join(GEOM_TYPES)}")
+        by_type.setdefault(key + ((g.hfield_id[a],) if key[0] == "hfield" else ()), []).append(p)
     pair, groups = [], []
-    for key in sorted(by_type, key=lambda k: (_TYPE_ORDER[k[0]], _TYPE_ORDER[k[1]])):
-        members, n = by_type[key], slots[key]
-        groups.append((key[0], key[1], tuple(members), n))
+    for key in sorted(by_type, key=lambda k: (_TYPE_ORDER[k[0]], _TYPE_ORDER[k[1]], k[2:])):
+        members, n = by_type[key], slots[key[:2]]
+        field = None
+        if key[0] == "hfield":
+            from sodyn.collision.heightfield import model_grid
+
+            a, b = geom1[members], geom2[members]
+            detection = (g.margin + g.gap)[a] + (g.margin + g.gap)[b]   # used where concrete
+            field = (key[2], model_grid(model, a[0], b, detection))
+        groups.append((key[0], key[1], tuple(members), n, field))
         pair += [p for p in members for _ in range(n)]
     pair = np.asarray(pair, np.int64)
     g1, g2 = geom1[pair], geom2[pair]
@@ -87,20 +106,47 @@ def contact_slots(model: Model, geom1, geom2) -> ContactSlots:
                         tuple(groups))
 
 
-_TYPE_ORDER = {t: i for i, t in enumerate(("plane", "sphere", "capsule", "ellipsoid", "cylinder", "box"))}
+_TYPE_ORDER = {t: i for i, t in enumerate(GEOM_TYPES)}
 
 
-def geom_frames(model: Model, rotation: jax.Array, origin: jax.Array) -> GeomFrame:
+def geom_frames(model: Model, rotation: jax.Array, origin: jax.Array) -> GeomFrame | MeshFrame:
     """Every geom in world axes (``(ng, …)`` leaves) from the bodies' world rotations
     ``(n_bodies, 3, 3)`` and origins ``(n_bodies, 3)``: ``R_g = R_b R_{b,g}``,
-    ``p_g = o_b + R_b p_{b,g}`` (world geoms keep their placement)."""
+    ``p_g = o_b + R_b p_{b,g}`` (world geoms keep their placement).  A model with mesh geoms
+    gets a :class:`~sodyn.collision.types.MeshFrame`, whose ``hull`` rows hold each mesh geom's
+    hull (zero rows for the other geoms)."""
     g = model.geoms
     dtype = rotation.dtype
     body = np.asarray(g.body, np.int64)
     rot_b = take(_with_world(rotation, jnp.eye(3, dtype=dtype)), np.where(body < 0, model.n_bodies, body))
     org_b = take(_with_world(origin, jnp.zeros(3, dtype)), np.where(body < 0, model.n_bodies, body))
     local_r, local_p = g.rotation.astype(dtype), g.translation.astype(dtype)
-    return GeomFrame(spatial.mm(rot_b, local_r), org_b + spatial.mv(rot_b, local_p), g.size.astype(dtype))
+    frames = GeomFrame(spatial.mm(rot_b, local_r), org_b + spatial.mv(rot_b, local_p), g.size.astype(dtype))
+    mesh = np.flatnonzero(np.asarray(g.type, object) == "mesh")
+    if not mesh.size:
+        return frames
+    from sodyn.collision.hull_topology import hull_topology
+
+    hulls = jax.vmap(hull_topology)(take(g.vertices.astype(dtype), mesh), take(g.faces.astype(dtype), mesh))
+    row = np.full(len(g), len(mesh))
+    row[mesh] = np.arange(len(mesh))
+    hull = Hull(*(_rows(x, row) for x in hulls))
+    return MeshFrame(*frames, hull)
+
+
+def _rows(x: jax.Array, row: np.ndarray) -> jax.Array:
+    """``x`` with a zero row appended, gathered at the static ``row`` indices."""
+    x = jnp.concatenate([x, jnp.zeros((1,) + x.shape[1:], x.dtype)])
+    return take(x, row) if jnp.issubdtype(x.dtype, jnp.floating) else x[row]
+
+
+def _pair_frame(frames: GeomFrame | MeshFrame, index: np.ndarray, type_: str) -> GeomFrame | MeshFrame:
+    """The frames of geoms ``index`` (static), as the pair function of ``type_`` takes them."""
+    base = GeomFrame(*(take(x, index) for x in (frames.rotation, frames.position, frames.size)))
+    if type_ != "mesh":
+        return base
+    return MeshFrame(*base, Hull(*(take(x, index) if jnp.issubdtype(x.dtype, jnp.floating) else x[index]
+                                   for x in frames.hull)))
 
 
 def _with_world(x: jax.Array, world: jax.Array) -> jax.Array:
@@ -120,21 +166,31 @@ def bounding_radius(type_: str, size: jax.Array) -> jax.Array:
         return jnp.max(size, axis=-1)
     if type_ == "cylinder":
         return jnp.sqrt(size[..., 0] ** 2 + size[..., 1] ** 2)
+    if type_ == "mesh":
+        return size[..., 0]
     return jnp.sqrt(spatial.dot(size, size))
 
 
-def collide_frames(slots: ContactSlots, frames: GeomFrame, margin: jax.Array) -> Contacts:
+def collide_frames(slots: ContactSlots, frames: GeomFrame | MeshFrame, margin: jax.Array,
+                   hfield=None) -> Contacts:
     """The contacts of every slot ``(nc, …)`` for geoms at world ``frames`` (:func:`geom_frames`),
     with the per-pair detection distance ``margin (npair,)`` (``margin + gap``) for the
-    broad-phase mask (module docstring)."""
+    broad-phase mask (module docstring); ``hfield``: the model's ``Geoms.hfield`` (needed when a
+    pair has a height field)."""
     functions, _ = pair_functions()
     out = []
-    for t1, t2, members, _ in slots.groups:
+    for t1, t2, members, _, field in slots.groups:
         g1 = np.asarray([slots.geom1[slots.pair.index(p)] for p in members])
         g2 = np.asarray([slots.geom2[slots.pair.index(p)] for p in members])
-        f1 = GeomFrame(*(take(x, g1) for x in frames))
-        f2 = GeomFrame(*(take(x, g2) for x in frames))
-        c = jax.vmap(functions[(t1, t2)])(f1, f2)
+        f1, f2 = _pair_frame(frames, g1, t1), _pair_frame(frames, g2, t2)
+        if field is None:
+            c = jax.vmap(functions[(t1, t2)])(f1, f2)
+        else:
+            from sodyn.collision.heightfield import hfield_pair
+
+            if hfield is None:
+                raise ValueError("collide_frames: a height field pair needs hfield= (the model's Geoms.hfield)")
+            c = jax.vmap(hfield_pair(t2, field[1]), (0, 0, None))(f1, f2, hfield.field(field[0]))
         gap = (spatial.safe_norm(f2.position - f1.position) - bounding_radius(t1, f1.size)
                - bounding_radius(t2, f2.size))
         far = gap > take(margin, np.asarray(members))
@@ -180,7 +236,7 @@ def collide(model: Model, q, pairs=None) -> ContactSet:
     margin = jnp.asarray(params.margin, q.dtype)
     fk = forward_kinematics(model, q)
     c = collide_frames(slots, geom_frames(model, fk.body.rotation, fk.body.translation),
-                       jnp.asarray(params.detection, q.dtype))
+                       jnp.asarray(params.detection, q.dtype), model.geoms.hfield)
     active = c.distance < take(margin, np.asarray(slots.pair, np.int64)) if len(slots) else c.distance < 0
     return ContactSet(c.distance, c.position, c.normal, active, slots.geom1, slots.geom2, slots.pair)
 

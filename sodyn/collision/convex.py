@@ -50,7 +50,9 @@ maximum is flat and 6 steps leave the normal 1e-3 rad off (distance < 3e-7 m off
 ``K·CIRCLE_STARTS + SPHERE_STARTS`` runs of ``NEWTON_ITERATIONS`` steps, each step one 2×2
 Newton solve, ``J`` cone steps of ``CONE_ITERATIONS`` 2×2 solves and ``3 + J + [K>0] + [J>0]``
 gap evaluations: 4 runs for sphere/ellipsoid pairs up to 12 runs and 14 points for
-cylinder–box; about 20k (sphere–ellipsoid) to 135k (cylinder–box) flops.
+cylinder–box; about 20k (sphere–ellipsoid) to 135k (cylinder–box) flops.  Capsule–cylinder, common in
+legged robots' models, replaces the sphere samples and runs and the cylinder-side runs by closed
+forms (:func:`sodyn.collision.segment_disk.search_segment_disk`): ``CIRCLE_STARTS`` runs in all.
 
 **Witnesses and derivatives.**  The search runs under ``stop_gradient``.  The winner's stratum
 says which witness parameters are free (``t_k`` on a circle or crossing, the cap point for a cap
@@ -131,6 +133,7 @@ class _Layout(NamedTuple):
     pairs: tuple[tuple[int, int], ...]
     active: np.ndarray
     rank: np.ndarray
+    segment_disk: bool = False
 
 
 def _layout(type1: str, type2: str) -> _Layout:
@@ -145,7 +148,8 @@ def _layout(type1: str, type2: str) -> _Layout:
     rows += [np.isin(cols, [kk + 2 * j, kk + 2 * j + 1]) for j in range(len(caps)) for _ in range(2)]
     rank = [0] * len(rows) + [1] * (kk * CIRCLE_STARTS) + [2] * SPHERE_STARTS
     rows += [cols == k for k in range(kk) for _ in range(CIRCLE_STARTS)] + [cols < 0] * SPHERE_STARTS
-    return _Layout(owner, caps, pairs, np.array(rows, bool).reshape(len(rows), len(cols)), np.array(rank))
+    return _Layout(owner, caps, pairs, np.array(rows, bool).reshape(len(rows), len(cols)), np.array(rank),
+                   (type1, type2) == ("capsule", "cylinder"))
 
 
 def _gap(p: _Gap, n: Array) -> Array:
@@ -248,6 +252,10 @@ def _best(values: Array, peak: Array, count: int) -> Array:
 
 def _search(lay: _Layout, p: _Gap) -> tuple[Array, Array]:
     """The maximiser ``n*`` of ``s`` over all strata and the winner's index (module docstring)."""
+    if lay.segment_disk:
+        from sodyn.collision.segment_disk import search_segment_disk
+
+        return search_segment_disk(lay, p)
     dt = p.d.dtype
     kk = p.axes.shape[0]
     noise = jnp.sqrt(jnp.finfo(dt).eps)

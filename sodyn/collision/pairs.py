@@ -11,7 +11,8 @@ MuJoCo's weld bodies; ``-1`` is the world) form a *dynamic* pair when
    the world (``Geoms.weld_parent``);
 3. ``(A, B)`` is not in ``Geoms.exclude``;
 4. ``contype_a & conaffinity_b or contype_b & conaffinity_a`` is non-zero;
-5. they are not both planes (MuJoCo has no plane–plane collision function);
+5. they are not both planes or height fields (MuJoCo has no plane–plane, plane–height field or
+   height field–height field collision function);
 6. ``(a, b)`` is not an explicit pair: MuJoCo drops the dynamic pair of exactly the geoms of an
    explicit ``<pair>`` (``filterCollisionPair``'s ``merged`` test is per geom pair: other geom
    pairs of the same two bodies stay).
@@ -121,12 +122,12 @@ def candidate_pairs(model: Model, **restriction) -> CandidatePairs:
         excluded = set(g.exclude)
         keep &= ~np.array([(min(a, b), max(a, b)) in excluded for a, b in zip(bi.tolist(), bj.tolist())], bool)
     keep &= ((ct[i] & ca[j]) | (ct[j] & ca[i])) != 0
-    keep &= ~((types[i] == 0) & (types[j] == 0))
+    keep &= ~((types[i] <= 1) & (types[j] <= 1))
     e1, e2 = np.array(g.pairs.geom1, np.int64), np.array(g.pairs.geom2, np.int64)
     if len(e1):
         explicit = {(min(a, b), max(a, b)) for a, b in zip(e1.tolist(), e2.tolist())}
         keep &= ~np.array([(a, b) in explicit for a, b in zip(i.tolist(), j.tolist())], bool)
-    ek = np.flatnonzero(~((types[e1] == 0) & (types[e2] == 0))) if len(e1) else np.zeros(0, np.int64)
+    ek = np.flatnonzero(~((types[e1] <= 1) & (types[e2] <= 1))) if len(e1) else np.zeros(0, np.int64)
     a = np.concatenate([e1[ek], i[keep]])
     b = np.concatenate([e2[ek], j[keep]])
     g1, g2 = _ordered(types, a, b) if len(a) else (a, b)

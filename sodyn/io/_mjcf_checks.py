@@ -101,35 +101,44 @@ def check_compiled_numbers(mj, nm) -> None:
 
 
 def free_armature_message(mj, nm, source: str) -> tuple[str, tuple[str, ...]] | None:
-    """The warning text and joint names for free joints with armature on their linear dofs
-    (``None`` if there are none).
+    """The warning text and joint names for free joints whose three linear armature values,
+    or three linear damping values, differ (``None`` if there are none).
 
-    MuJoCo adds ``dof_armature`` to the diagonal of ``M`` in its own coordinates, where a free
-    joint's first three velocities are the world-frame linear velocity ``ṗ``: the armature's
-    force is ``A p̈`` with ``A = diag(a)``.  In sodyn's coordinates (``v_lin = Rᵀ ṗ``, body
-    frame) that is ``Rᵀ A R (v̇_lin + ω × v_lin)``: for equal values (``A = a I``) the mass
-    matrix term ``a I`` is what sodyn's diagonal armature gives, but the Coriolis term
-    ``a ω × v_lin`` has no place in sodyn's joint model (armature is a constant diagonal added
-    to ``D``/``M`` only), and for unequal values ``Rᵀ A R`` depends on the orientation.  The
-    angular armature acts on ``ω`` in the body frame in both libraries and is exact.
+    MuJoCo adds ``dof_armature`` ``A = diag(a)`` to the diagonal of ``M`` in its own
+    coordinates, where a free joint's first three velocities are the world-frame linear
+    velocity ``ṗ``: the armature's force is ``A p̈``, in sodyn's body-frame coordinates
+    (``v_lin = Rᵀ ṗ``) ``Rᵀ A R (v̇_lin + ω × v_lin)``.  sodyn's free-joint linear armature is
+    the body-frame added inertia ``A`` with its velocity force
+    (:func:`sodyn.algorithms.common.passive_joint_force`): ``A v̇_lin + ω × (A v_lin)`` on the
+    linear rows and ``v_lin × (A v_lin)`` on the angular ones.  For equal values ``A = a I``
+    both are ``a (v̇_lin + ω × v_lin)`` and the model is exact; for unequal values
+    ``Rᵀ A R`` depends on the orientation and sodyn's ``A`` does not.  MuJoCo's linear damping
+    ``D ṗ`` is ``Rᵀ D R v_lin`` in sodyn's coordinates, ``d v_lin`` (sodyn's) only for equal
+    values.  (MJCF gives one armature and one damping per joint, so unequal values come only
+    from a compiled model edited before :func:`~sodyn.io.mjcf.from_mujoco`.)  The angular
+    armature and damping act on ``ω`` in the body frame in both libraries and are exact.
     """
     import mujoco
 
-    names = []
+    names, kinds = [], set()
     for j in range(mj.njnt):
         if int(mj.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_FREE):
             d = int(mj.jnt_dofadr[j])
-            if np.any(mj.dof_armature[d: d + 3]):
+            unequal = [k for k, x in (("armature", mj.dof_armature), ("damping", mj.dof_damping))
+                       if np.ptp(np.asarray(x[d: d + 3], np.float64)) > 0]
+            if unequal:
                 names.append(nm(mujoco.mjtObj.mjOBJ_JOINT, j, f"joint{j}"))
+                kinds.update(unequal)
     if not names:
         return None
-    return (f"{source}: free joint(s) {', '.join(map(repr, names))} have armature on their linear dofs, which "
-            "sodyn approximates: MuJoCo applies it to the world-frame linear velocity (qvel[0:3]); sodyn adds it "
-            "to the diagonal of M for its body-frame linear velocity (the same M when the three values are equal, "
-            "at every orientation) but leaves out the armature's Coriolis force a·(ω × v_lin), so inverse "
-            "dynamics differs from MuJoCo's by that term on the linear rows (body frame), and forward dynamics "
-            "by M⁻¹ of it (zero at zero angular velocity); with unequal values M differs too (Rᵀ diag(a) R "
-            "against diag(a)).  The angular armature is exact.", tuple(names))
+    what = " and ".join(k for k in ("armature", "damping") if k in kinds)
+    return (f"{source}: free joint(s) {', '.join(map(repr, names))} have unequal {what} values on their three "
+            "linear dofs, which sodyn approximates: MuJoCo applies them to the world-frame linear velocity "
+            "(qvel[0:3]), which is Rᵀ diag(a) R in the body frame and depends on the orientation; sodyn applies "
+            "diag(a) to the body-frame linear velocity (for armature: an added translational inertia carried by "
+            "the body).  With equal values the two agree at every orientation; with unequal ones the mass "
+            "matrix, inverse and forward dynamics differ from MuJoCo's on the free joint's rows.  The angular "
+            "armature and damping are exact.", tuple(names))
 
 
 __all__ = ["NUMERIC_ATTRIBUTES", "check_compiled_numbers", "check_xml_numbers", "free_armature_message"]

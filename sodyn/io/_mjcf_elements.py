@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from sodyn.io.meshes import Hull, convex_hull
 from sodyn.model import ModelBuilder
 from sodyn.rotations import quat_to_matrix
 
 #: MuJoCo geom types kept as collision geometry, by ``mjtGeom`` value.
-_GEOM_KEPT = {0: "plane", 2: "sphere", 3: "capsule", 4: "ellipsoid", 5: "cylinder", 6: "box"}
-_GEOM_NAMES = {1: "hfield", 7: "mesh", 8: "sdf"}
+_GEOM_KEPT = {0: "plane", 1: "hfield", 2: "sphere", 3: "capsule", 4: "ellipsoid", 5: "cylinder", 6: "box", 7: "mesh"}
+_GEOM_NAMES = {8: "sdf"}
 #: MuJoCo's default solver parameters of geoms and pairs (``solref``, ``solimp``, ``solmix``).
 _SOLREF, _SOLIMP = (0.02, 1.0), (0.9, 0.95, 0.001, 0.5, 2.0)
 _SOLVER_NOTE = ("(MuJoCo's constraint-solver impedance; sodyn's contact law uses its own stiffness and damping, "
@@ -58,6 +59,7 @@ def add_geoms(mj, b: ModelBuilder, last, nm, unsupported: list[str]) -> dict[int
     taken = {mujoco.mj_id2name(mj, mujoco.mjtObj.mjOBJ_GEOM, g) for g in range(mj.ngeom)}
     kept: dict[int, str] = {}
     wide, solver = [], []
+    fields: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     for g in range(mj.ngeom):
         if mj.geom_contype[g] == 0 and mj.geom_conaffinity[g] == 0 and g not in in_pair:
             continue  # visual only
@@ -68,16 +70,21 @@ def add_geoms(mj, b: ModelBuilder, last, nm, unsupported: list[str]) -> dict[int
             while gname in taken:
                 gname, i = f"geom{g}_{i}", i + 1
             taken.add(gname)
-        if t not in _GEOM_KEPT:
-            unsupported.append(f"<geom name={gname!r} type={_GEOM_NAMES.get(t, t)!r}> (collision geometry of "
-                               "this type)")
+        hfield = height_field(mj, int(mj.geom_dataid[g]), fields) if t == 1 else None
+        if t not in _GEOM_KEPT or (t == 1 and hfield is None):
+            why = "a height field with fewer than 2 rows or columns" if t == 1 else "collision geometry of this type"
+            unsupported.append(f"<geom name={gname!r} type={_GEOM_NAMES.get(t, 'hfield')!r}> ({why})")
             continue
         par, off = last[int(mj.geom_bodyid[g])]
-        b.add_geom(gname, par, _GEOM_KEPT[t], np.asarray(mj.geom_size[g], float),
+        mesh = _GEOM_KEPT[t] == "mesh"
+        size = hfield[1] if t == 1 else None if mesh else np.asarray(mj.geom_size[g], float)
+        b.add_geom(gname, par, _GEOM_KEPT[t], size,
                    rotation=quat_to_matrix(mj.geom_quat[g]), translation=off + np.asarray(mj.geom_pos[g], float),
                    friction=np.asarray(mj.geom_friction[g], float), contype=int(mj.geom_contype[g]),
                    conaffinity=int(mj.geom_conaffinity[g]), condim=int(mj.geom_condim[g]),
-                   margin=float(mj.geom_margin[g]), gap=float(mj.geom_gap[g]), priority=int(mj.geom_priority[g]))
+                   margin=float(mj.geom_margin[g]), gap=float(mj.geom_gap[g]), priority=int(mj.geom_priority[g]),
+                   vertices=mesh_hull(mj, int(mj.geom_dataid[g]), gname) if mesh else None,
+                   elevation=None if hfield is None else hfield[0])
         kept[g] = gname
         if mj.geom_condim[g] > 3:
             wide.append(gname)
@@ -90,6 +97,33 @@ def add_geoms(mj, b: ModelBuilder, last, nm, unsupported: list[str]) -> dict[int
     if solver:
         unsupported.append(f"non-default solref/solimp/solmix of geom(s) {_listed(solver)} {_SOLVER_NOTE}")
     return kept
+
+
+def height_field(mj, k: int, cache: dict) -> tuple[np.ndarray, np.ndarray] | None:
+    """MuJoCo's compiled height field ``k``: ``(elevation (nrow, ncol), size (4,))``, the
+    elevation ``hfield_data`` as MuJoCo normalised it (row ``r`` at ``y = −y₀ + 2y₀ r/(nrow − 1)``;
+    a PNG's top row is MuJoCo's last); ``None`` for a grid without cells (fewer than 2 rows or
+    columns, which MuJoCo never collides).  Geoms sharing a height field get the same arrays."""
+    if k not in cache:
+        nrow, ncol, adr = int(mj.hfield_nrow[k]), int(mj.hfield_ncol[k]), int(mj.hfield_adr[k])
+        data = np.asarray(mj.hfield_data[adr: adr + nrow * ncol], np.float64).reshape(nrow, ncol)
+        cache[k] = None if nrow < 2 or ncol < 2 else (data, np.asarray(mj.hfield_size[k], np.float64))
+    return cache[k]
+
+
+def mesh_hull(mj, mesh: int, gname: str) -> Hull:
+    """The convex hull MuJoCo collides for mesh ``mesh``, in the geom frame: the vertices of
+    its convex graph (``mesh_graph``: ``numvert``, ``numface``, ``vert_edgeadr``,
+    ``vert_globalid``, …; the hull qhull found, capped by ``maxhullvert``), else the hull of all
+    its vertices.  ``mesh_vert`` is already in the geom frame: the compiler moved the mesh to
+    its own frame and composed that move into ``geom_pos``/``geom_quat``."""
+    adr, num = int(mj.mesh_vertadr[mesh]), int(mj.mesh_vertnum[mesh])
+    vert = np.asarray(mj.mesh_vert[adr: adr + num], float)
+    graph = int(mj.mesh_graphadr[mesh])
+    if graph >= 0:
+        nv = int(mj.mesh_graph[graph])
+        vert = vert[np.asarray(mj.mesh_graph[graph + 2 + nv: graph + 2 + 2 * nv])]
+    return convex_hull(vert, what=f"geom {gname!r}")
 
 
 def add_contact(mj, b: ModelBuilder, last, nm, kept: dict[int, str], unsupported: list[str]) -> None:
@@ -219,6 +253,6 @@ def eq_supported(mj, e: int) -> bool:
 
 
 __all__ = [
-    "EQ_NAMES", "add_actuators", "add_contact", "add_geoms", "eq_supported", "qvel_to_v", "switched_off",
-    "unsupported_elements",
+    "EQ_NAMES", "add_actuators", "add_contact", "add_geoms", "eq_supported", "mesh_hull", "qvel_to_v",
+    "switched_off", "unsupported_elements",
 ]

@@ -32,10 +32,13 @@ Conversion rules
   MuJoCo's ``[linear; angular]`` to sodyn's ``[ω; v]``), ``qpos_spring`` → ``spring_reference``,
   ``qpos0`` → ``q_neutral`` (what :func:`sodyn.neutral_configuration` returns),
   ``opt.gravity`` → ``gravity``.  (MuJoCo applies free-joint armature and damping to
-  ``[v_world; ω_local]``; they are copied as is.  Damping is then exact when the three
-  linear values are equal; linear armature is not: sodyn leaves out its Coriolis force
-  ``a·(ω × v_lin)`` (and, for unequal values, its dependence on the orientation), which one
-  :class:`~sodyn.io.diagnostics.ApproximatedElementWarning` names; see
+  ``[v_world; ω_local]``; they are copied as is.  With equal linear values ``a`` (MJCF's
+  one value per joint) both are exact: MuJoCo's armature force ``a p̈`` is
+  ``a (v̇_lin + ω × v_lin)`` in the body frame, the diagonal armature in ``M`` plus the
+  velocity force of :func:`sodyn.algorithms.common.passive_joint_force`, and its damping
+  ``d ṗ`` is ``d v_lin``.  Unequal linear values (``Rᵀ diag(a) R`` in the body frame, which
+  depends on the orientation) are approximated, and one
+  :class:`~sodyn.io.diagnostics.ApproximatedElementWarning` names the joints; see
   :func:`sodyn.io._mjcf_checks.free_armature_message`.)
 * **Numbers.**  NaN or infinity in a numeric attribute is an error naming the element and the
   attribute, also where MuJoCo compiles it or (a geom's ``mass``, ``fromto``) silently
@@ -51,9 +54,12 @@ Conversion rules
   :class:`~sodyn.model.Keyframes`.
 * **Collision** → :class:`~sodyn.model.Geoms`: every geom MuJoCo can collide (``contype`` or
   ``conaffinity`` non-zero, or named by a ``<pair>``) of type plane, sphere, capsule,
-  ellipsoid, cylinder or box, with its size, pose, ``contype``, ``conaffinity``, ``condim``,
-  ``friction``, ``margin``, ``gap`` and ``priority``; ``<contact><pair>`` →
-  :class:`~sodyn.model.ContactPairs` (friction entries 0, 2, 3 of MuJoCo's five);
+  ellipsoid, cylinder, box, mesh (the convex hull MuJoCo collides, in MuJoCo's geom frame:
+  :func:`sodyn.io._mjcf_elements.mesh_hull`) or height field (MuJoCo's compiled, normalised
+  ``hfield_data`` and ``hfield_size``: :class:`~sodyn.model_data.HeightFields`), with its size,
+  pose, ``contype``, ``conaffinity``, ``condim``, ``friction``, ``margin``, ``gap`` and
+  ``priority``; ``<contact><pair>`` → :class:`~sodyn.model.ContactPairs` (friction entries 0,
+  2, 3 of MuJoCo's five);
   ``<contact><exclude>`` → ``Geoms.exclude`` (between the weld bodies: where sodyn merged a
   jointless body into its parent this excludes more than MuJoCo, and the warning says so);
   ``<flag filterparent="disable">`` → ``Geoms.filter_parent``; a body with several joints
@@ -63,7 +69,7 @@ Conversion rules
   ``load_mjcf(..., with_constraints=True)`` as :class:`EqualityConstraints`.
 * **Not modelled, one** :class:`~sodyn.io.diagnostics.UnsupportedElementWarning` **per model
   naming each element:** tendons, gravity compensation, fluid forces (``density``,
-  ``viscosity``, ``fluidshape``), collision geoms of other types (mesh, height field, SDF) and
+  ``viscosity``, ``fluidshape``), collision geoms of other types (SDF, a height field without cells) and
   the pairs naming them, condim 4/6 (kept as data; sodyn's contact law applies sliding
   friction only), non-default ``solref``/``solimp``/``solmix`` of geoms and pairs (sodyn's
   contact law has its own stiffness and damping), an ``<exclude>`` that sodyn's weld-body
@@ -261,7 +267,7 @@ def from_mujoco(mj, name: str | None = None, dtype=None, with_constraints: bool 
     for k in range(mj.nkey):
         b.add_keyframe(nm(obj.mjOBJ_KEY, k, f"key{k}"), mj.key_qpos[k], qvel_to_v(mj, mj.key_qpos[k], mj.key_qvel[k]))
     unsupported_elements(mj, nm, flags_off, with_constraints, unsupported)
-    model = b.build(dtype=dtype)
+    model = b.build(dtype=dtype, check_singular=False)  # checked below, naming the source
     if unsupported:
         warnings.warn(diagnostics.UnsupportedElementWarning(
             f"{source}: sodyn does not model these elements, which change the dynamics:\n  " + "\n  ".join(unsupported),

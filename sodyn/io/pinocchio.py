@@ -102,7 +102,7 @@ def from_pinocchio(pin_model, name: str | None = None, gravity=None) -> Model:
             f.name, None if f.parentJoint == 0 else f.parentJoint - 1,
             rotation=np.asarray(f.placement.rotation), translation=np.asarray(f.placement.translation),
         )
-    return b.build()
+    return b.build(check_singular=False)
 
 
 @functools.lru_cache(maxsize=64)

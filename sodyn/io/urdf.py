@@ -1,8 +1,8 @@
 """URDF import: :func:`load_urdf`.
 
 The file is parsed with the standard library (:mod:`xml.etree.ElementTree` elements built by
-expat, so errors name the line); meshes are never loaded and ``package_dirs`` is accepted
-only for signature compatibility with Pinocchio.  The resulting model matches
+expat, so errors name the line); collision meshes are read with :mod:`sodyn.io.meshes`
+(``package_dirs`` extends its search path, as in Pinocchio).  The resulting model matches
 ``pinocchio.buildModelFromUrdf`` (checked in ``tests/test_real_robots.py``):
 
 * **Body / q / v order.**  Depth-first over the link tree from the root link; the children
@@ -43,10 +43,10 @@ only for signature compatibility with Pinocchio.  The resulting model matches
   ``q = A q_r + b`` and ``v = G v_r`` onto the independent coordinates (the engine itself
   has no mimic support; reduced dynamics are ``Gᵀ M G`` and ``Gᵀ τ``).
 
-* **Collision.**  ``<collision>`` boxes, spheres, cylinders and capsules become
-  :class:`sodyn.Geoms` (meshes are reported); self-collision is off unless
-  ``self_collision=True``; an SRDF's ``<disable_collisions>`` become exclusions
-  (:mod:`sodyn.io.urdf_collision`).
+* **Collision.**  ``<collision>`` boxes, spheres, cylinders, capsules and meshes (their
+  convex hulls) become :class:`sodyn.Geoms`; self-collision is off unless
+  ``self_collision=True``; an SRDF's ``<disable_collisions>`` become exclusions and its
+  ``<group_state>`` poses keyframes (:mod:`sodyn.io.urdf_collision`).
 
 * **Text.**  Like urdfdom (tinyxml), whitespace or blank lines before the XML declaration, a
   byte-order mark and the declared ``encoding`` (e.g. ISO-8859-1, UTF-16) are accepted
@@ -64,6 +64,7 @@ from __future__ import annotations
 import dataclasses
 import warnings
 
+import equinox as eqx
 import numpy as np
 
 from sodyn.io import _xml, diagnostics, urdf_collision, urdf_mimic
@@ -292,11 +293,14 @@ def load_urdf(
     invalid_inertia: str = "error",
     self_collision: bool = False,
     srdf=None,
+    meshes: bool = True,
+    max_hull_vertices: int | None = None,
 ) -> Model | CoupledURDF:
     """Load a URDF file (or XML string) into a :class:`sodyn.Model`; see the module docstring.
 
     ``floating_base`` puts a free joint (``root_joint_name``) under the root link;
-    ``package_dirs`` is ignored (meshes are never loaded); ``mimic`` is ``"independent"``,
+    ``package_dirs`` (a directory or a list) is searched first for ``package://`` meshes
+    (:mod:`sodyn.io.meshes` gives the whole search path); ``mimic`` is ``"independent"``,
     ``"couple"`` (returns :class:`CoupledURDF`) or ``"reject"``; ``missing_inertia`` is
     ``"error"`` or ``"zero"`` for an ``<inertial>`` that lacks ``<mass>`` or ``<inertia>``.
 
@@ -316,17 +320,21 @@ def load_urdf(
     ``<collision>`` shapes become :class:`sodyn.Geoms` (:mod:`sodyn.io.urdf_collision`): robot
     geoms collide with default geoms (terrain, objects) but not with each other unless
     ``self_collision=True`` (then parent and child links do not collide); ``srdf`` (a path or
-    an XML string) adds its ``<disable_collisions>`` pairs as exclusions.  Mesh shapes are
-    named in one :class:`~sodyn.io.diagnostics.UnsupportedElementWarning`.
+    an XML string) adds its ``<disable_collisions>`` pairs as exclusions and its
+    ``<group_state>`` poses as :class:`sodyn.Keyframes`.  A ``<mesh>`` becomes a ``"mesh"``
+    geom, the convex hull of the file's vertices (capped at ``max_hull_vertices`` when given);
+    a missing file raises ``FileNotFoundError`` naming it (or, for ``package://``, the
+    package and the search path), an unreadable, empty or flat mesh ``ValueError``.  With
+    ``meshes=False`` mesh shapes are skipped and named in one
+    :class:`~sodyn.io.diagnostics.UnsupportedElementWarning`.
     """
-    del package_dirs
     if mimic not in ("independent", "couple", "reject"):
         raise ValueError(f"mimic must be 'independent', 'couple' or 'reject', got {mimic!r}")
     if missing_inertia not in ("error", "zero"):
         raise ValueError(f"missing_inertia must be 'error' or 'zero', got {missing_inertia!r}")
     if invalid_inertia not in ("error", "keep"):
         raise ValueError(f"invalid_inertia must be 'error' or 'keep', got {invalid_inertia!r}")
-    text, source, _ = _xml.read_source(path_or_xml, "URDF")
+    text, source, path = _xml.read_source(path_or_xml, "URDF")
     doc = _xml.parse(text, source)
     robot = doc.root
     if robot.tag != "robot":
@@ -388,7 +396,11 @@ def load_urdf(
         if j.type == "fixed" and j.name not in used:
             b.add_frame(j.name, index[j.child])
             used.add(j.name)
-    geoms, meshes = urdf_collision.parse_collisions(doc, robot)
+    mesh_options = None
+    if meshes:
+        mesh_options = urdf_collision.MeshOptions(None if path is None else path.parent, package_dirs,
+                                                  max_hull_vertices)
+    geoms, skipped = urdf_collision.parse_collisions(doc, robot, mesh_options)
     world_links = set() if floating_base else {root}
     for j in order:  # the links welded to the world and the moving links below them
         if j.type == "fixed" and j.parent in world_links:
@@ -402,14 +414,18 @@ def load_urdf(
     for j in order:  # a free-floating link is no neighbour of its parent: the parent filter skips it
         if j.type == "floating":
             b.set_weld_parent(index[j.child], None)
-    if srdf is not None:
-        urdf_collision.add_srdf(b, index, srdf)  # its errors name the SRDF
+    srdf_doc = None if srdf is None else urdf_collision.read_srdf(srdf)
+    if srdf_doc is not None:
+        urdf_collision.add_srdf(b, index, srdf_doc)  # its errors name the SRDF
     try:
-        model = b.build(dtype=dtype)
+        model = b.build(dtype=dtype, check_singular=False)
     except ValueError as e:
         raise ValueError(f"{source}: {e}") from None
-    if meshes:
-        urdf_collision.mesh_warning(source, meshes)
+    if srdf_doc is not None:
+        keyframes = urdf_collision.srdf_keyframes(srdf_doc, model, () if floating_base else (root_joint_name,))
+        model = eqx.tree_at(lambda m: m.keyframes, model, keyframes)
+    if skipped:
+        urdf_collision.mesh_warning(source, skipped)
     diagnostics.warn_singular(model, source, stacklevel=2)
     if mimic == "couple":
         return CoupledURDF(model, urdf_mimic.coupling(doc, model, order))

@@ -3,6 +3,8 @@ ground contact, rollouts and batched Monte Carlo.
 
 * :func:`step` / :func:`step_and_forces`: one step (:mod:`~sodyn.simulate.stepping`);
 * :func:`rollout`: many steps as one ``lax.scan`` (:mod:`~sodyn.simulate.rollout`);
+* :func:`stable_step`, :class:`StiffStepWarning`: the implicit step's stable-step estimate
+  (:mod:`~sodyn.simulate.step_size`);
 * :class:`ContactModel` (the model's geoms against each other, :mod:`~sodyn.simulate.geom_contact`),
   :class:`GroundContact` (points against a plane, :mod:`~sodyn.simulate.ground`),
   :func:`contact_terms`: compliant contact with friction (:mod:`~sodyn.simulate.contact`);
@@ -42,6 +44,7 @@ from sodyn.simulate.rigid_contact import (
 )
 from sodyn.simulate.rollout import Rollout, rollout
 from sodyn.simulate.state import State
+from sodyn.simulate.step_size import StiffStepWarning, stable_step
 from sodyn.simulate.stepping import INTEGRATORS, StepForces, step, step_and_forces
 
 __all__ = [
@@ -49,6 +52,6 @@ __all__ = [
     "actuator_forces", "contact_terms", "ContactModel", "ContactTerms", "GroundContact", "home_sampler", "home_state",
     "INTEGRATORS", "joint_forces", "joint_potential_energy", "JointForces", "log_uniform_scale", "monte_carlo",
     "MonteCarloResult", "motors", "normal_noise", "ParameterDistribution", "position_servos", "randomize",
-    "restitution_coefficient", "Rollout", "rollout", "State", "step", "step_and_forces", "StepForces", "uniform",
-    "uniform_scale",
+    "restitution_coefficient", "Rollout", "rollout", "stable_step", "State", "step", "step_and_forces", "StepForces",
+    "StiffStepWarning", "uniform", "uniform_scale",
 ]

@@ -38,8 +38,9 @@ and the point leaves, before the penetration returns to zero.
 
 **Defaults** (``M`` the model's total mass, ``g = |gravity|``, or 9.81 without gravity):
 stiffness ``k = M g / 1 mm`` (one contact carrying the whole model sinks 1 mm), damping
-``c = 2 ζ sqrt(k M)`` with ``ζ = damping_ratio = 1``, friction ``μ = 1`` (or the geoms'
-sliding friction), slip velocity ``ε = 2·10⁻⁴ m/s`` (creep below 0.5 mm/s at ``tanθ ≤ 0.9 μ``),
+``c = 2 ζ sqrt(k M)`` with ``ζ = damping_ratio = 1.5`` (a part of mass ``m < M`` striking at
+speed ``v`` sinks about ``m v / c``: a limb falling at 5 m/s a few mm), friction ``μ = 1`` (or
+the geoms' sliding friction), slip velocity ``ε = 2·10⁻⁴ m/s`` (creep below 0.5 mm/s at ``tanθ ≤ 0.9 μ``),
 onset ``w = 10⁻⁴ m`` (:func:`default_stiffness_damping`).  Sticking friction is a damper of
 rate about ``μ g / ε`` (≈ 5·10⁴ s⁻¹ at the defaults): the linearly implicit step takes it in
 its stride, explicit integrators are stable only for ``dt`` of order ``ε / (μ g)`` (≈ 2·10⁻⁵ s),
@@ -68,13 +69,11 @@ implicitly and the other body's end-of-step velocity explicitly (a block-Jacobi 
 ``Jᵀ K_eff J`` with ``J = J₂ − J₁``): since ``Jᵀ K_eff J ≤ 2 (J₁ᵀ K_eff J₁ + J₂ᵀ K_eff J₂)``, the
 amplification of the step's linear part lies in ``(−1, 1]``, so the step stays stable at any
 ``dt`` for stiff contacts between two moving bodies as against the ground, and one O(N)
-forward-dynamics pass still solves it.  Over a step the two bodies' forces then differ by
-``K_eff`` times the change of their velocities (momentum is conserved to ``O(dt)``), and two
-bodies that accelerate together through a contact (a pusher and what it pushes) each carry
-the contact's ``K_eff ≈ dt c`` as added inertia along the normal: an error of order
-``dt c / m`` for a body of mass ``m``, large for light bodies under the default damping
-(about 30 % of a 1 kg box's acceleration at 1 ms when the model weighs 1.5 kg), gone as
-``dt → 0`` or with a smaller ``damping``.
+forward-dynamics pass still solves it.  Left there, two bodies that accelerate together
+through a contact (a pusher and what it pushes) would each carry the contact's ``K_eff ≈ dt c``
+as added inertia along the normal; the step's coupling passes
+(:mod:`sodyn.simulate.coupling`) put the cross terms back by a block-Jacobi iteration, which
+converges to the fully coupled step.
 
 **Not modelled:** rolling and torsional friction (``condim`` 4 and 6 load as sliding friction),
 and friction anisotropy.
@@ -105,6 +104,8 @@ SLIP_VELOCITY = 2e-4
 ONSET = 1e-4
 #: Default sinking of one contact carrying the whole model, m (sets the default stiffness).
 SINK = 1e-3
+#: Default damping ratio ``ζ`` of the normal law against the whole model's mass (module docstring).
+DAMPING_RATIO = 1.5
 #: ``|g|`` used for the default stiffness of a model without gravity, m/s².
 STANDARD_GRAVITY = 9.81
 
@@ -234,12 +235,31 @@ class ContactTerms(NamedTuple):
     ``added_inertia (n_bodies, 6, 6)`` or ``None``: the ``B_k`` of the implicit step;
     ``force (nc, 3)``: the world-frame force on body 2 of each slot at the given state (with
     ``dt``: ``f_expl``, at the predicted end-of-step distance);
-    ``penetration (nc,)``: ``δ = d₀ − d`` (negative when apart)."""
+    ``penetration (nc,)``: ``δ = d₀ − d`` (negative when apart);
+    ``coupling``: with ``dt``, when some slot is between two moving bodies, the
+    :class:`SlotCoupling` of the slots (else ``None``)."""
 
     f_ext: jax.Array
     added_inertia: jax.Array | None
     force: jax.Array
     penetration: jax.Array
+    coupling: "SlotCoupling | None" = None
+
+
+class SlotCoupling(NamedTuple):
+    """Per slot, what the coupling passes of the implicit step need (:mod:`sodyn.simulate.
+    coupling`): the two bodies' world rotations ``rotation1``, ``rotation2`` ``(nc, 3, 3)``, the
+    contact point in each body's frame ``point1``, ``point2`` ``(nc, 3)`` (world-side rows:
+    identity and zero), the world ``normal (nc, 3)``, and ``K_eff = tangent I + (normal_gain −
+    tangent) n nᵀ`` by its gains ``(nc,)``."""
+
+    rotation1: jax.Array
+    rotation2: jax.Array
+    point1: jax.Array
+    point2: jax.Array
+    normal: jax.Array
+    normal_gain: jax.Array
+    tangent_gain: jax.Array
 
 
 def body_states(model: Model, q: jax.Array, v: jax.Array):
@@ -335,7 +355,12 @@ def contact_terms(model: Model, contact: CompliantContact, q, v, dt=None) -> Con
     target = np.concatenate([np.where(body < 0, nb, body) for _, body, _, _ in sides])
     f_ext = spread_sum(jnp.concatenate(wrenches), target, nb + 1)[:nb]
     b_ext = None if dt is None else spread_sum(jnp.concatenate(added), target, nb + 1)[:nb]
-    return ContactTerms(f_ext, b_ext, law.force, jnp.asarray(params.rest, dtype) - c.distance)
+    coupling = None
+    if dt is not None and len(sides) == 2 and np.any((body1 >= 0) & (body2 >= 0)):
+        (_, _, rot1, r1), (_, _, rot2, r2) = sides
+        gains = jnp.broadcast_arrays(a, b, c.distance)
+        coupling = SlotCoupling(rot1, rot2, r1, r2, c.normal, gains[0], gains[1])
+    return ContactTerms(f_ext, b_ext, law.force, jnp.asarray(params.rest, dtype) - c.distance, coupling)
 
 
 def _sts(r: jax.Array) -> jax.Array:
@@ -367,6 +392,7 @@ def restitution_coefficient(stiffness, damping, mass) -> jax.Array:
     return jnp.exp(-exponent)
 
 
-__all__ = ["CompliantContact", "ContactTerms", "LawParameters", "PointForces", "body_frames", "contact_terms",
+__all__ = ["CompliantContact", "ContactTerms", "LawParameters", "PointForces", "SlotCoupling", "body_frames",
+           "contact_terms",
            "default_stiffness_damping", "point_forces",
            "restitution_coefficient"]

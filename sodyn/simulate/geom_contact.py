@@ -26,6 +26,7 @@ from sodyn.collision.collide import ContactSlots, collide_frames, contact_slots,
 from sodyn.collision.types import Contacts
 from sodyn.model import Model
 from sodyn.simulate.contact import (
+    DAMPING_RATIO,
     LAW_PARAMETERS,
     ONSET,
     SLIP_VELOCITY,
@@ -39,6 +40,8 @@ from sodyn.simulate.contact import (
 from sodyn.static_index import take
 
 _PER_PAIR = LAW_PARAMETERS + ("margin", "gap")
+#: Default number of coupling passes of the implicit step (:mod:`sodyn.simulate.coupling`).
+COUPLING_PASSES = 4
 
 
 class ContactModel(CompliantContact):
@@ -49,7 +52,10 @@ class ContactModel(CompliantContact):
     **Arrays** (leaves), each ``()`` or ``(npair,)``: ``stiffness``, ``damping``, ``friction``,
     ``slip_velocity``, ``onset``, ``margin``, ``gap``.  **Static:** ``slots``
     (:class:`~sodyn.collision.ContactSlots`: each slot's pair, geoms and bodies), ``geom1``,
-    ``geom2`` (each candidate pair's geom indices).
+    ``geom2`` (each candidate pair's geom indices), ``coupling_passes`` (the linearly implicit
+    step's block-Jacobi passes for contacts between two moving bodies,
+    :mod:`sodyn.simulate.coupling`; default ``COUPLING_PASSES``, each one more forward-dynamics
+    solve; 0 for the uncoupled step).
 
     Build one with :meth:`from_model`.  **Raises** ``ValueError`` naming the argument for
     wrong shapes or (when known, i.e. not under ``jit``/``vmap``) negative or non-finite values.
@@ -65,9 +71,13 @@ class ContactModel(CompliantContact):
     slots: ContactSlots = eqx.field(static=True)
     geom1: tuple[int, ...] = eqx.field(static=True)
     geom2: tuple[int, ...] = eqx.field(static=True)
+    coupling_passes: int = eqx.field(static=True)
 
     def __init__(self, model: Model, geom1, geom2, stiffness, damping, friction, slip_velocity=SLIP_VELOCITY,
-                 onset=ONSET, margin=0.0, gap=0.0):
+                 onset=ONSET, margin=0.0, gap=0.0, coupling_passes: int = COUPLING_PASSES):
+        if not isinstance(coupling_passes, int) or isinstance(coupling_passes, bool) or coupling_passes < 0:
+            raise ValueError(f"ContactModel: coupling_passes must be a non-negative integer, got {coupling_passes!r}")
+        self.coupling_passes = coupling_passes
         self.geom1 = tuple(int(i) for i in np.asarray(geom1, np.int64).reshape(-1))
         self.geom2 = tuple(int(i) for i in np.asarray(geom2, np.int64).reshape(-1))
         if len(self.geom1) != len(self.geom2):
@@ -103,9 +113,9 @@ class ContactModel(CompliantContact):
         return len(self.geom1)
 
     @classmethod
-    def from_model(cls, model: Model, *, pairs=None, stiffness=None, damping=None, damping_ratio=1.0,
+    def from_model(cls, model: Model, *, pairs=None, stiffness=None, damping=None, damping_ratio=DAMPING_RATIO,
                    friction=None, slip_velocity=SLIP_VELOCITY, onset=ONSET, margin=None,
-                   gap=None) -> "ContactModel":
+                   gap=None, coupling_passes: int = COUPLING_PASSES) -> "ContactModel":
         """The compliant law on ``model``'s candidate geom pairs.
 
         ``pairs``: the candidate pairs (default :func:`~sodyn.collision.pairs.candidate_pairs`
@@ -113,8 +123,8 @@ class ContactModel(CompliantContact):
         ``margin``, ``gap`` default to the pairs' combined geom values
         (:func:`~sodyn.collision.pairs.pair_parameters`; a pair of ``condim`` 1 is
         frictionless); ``stiffness``, ``damping`` (or
-        ``damping_ratio``) as in :mod:`sodyn.simulate.contact`.  Raises ``ValueError`` when the
-        model has no candidate pair."""
+        ``damping_ratio``) as in :mod:`sodyn.simulate.contact`; ``coupling_passes`` as in the
+        class docstring.  Raises ``ValueError`` when the model has no candidate pair."""
         from sodyn.collision.pairs import candidate_pairs, pair_parameters
 
         if pairs is None:
@@ -127,14 +137,15 @@ class ContactModel(CompliantContact):
         if friction is None:   # condim 1: frictionless
             friction = jnp.where(np.asarray(params.condim) == 1, 0.0, params.friction[:, 0])
         return cls(model, pairs.geom1, pairs.geom2, stiffness, damping, friction, slip_velocity, onset,
-                   params.margin if margin is None else margin, params.gap if gap is None else gap)
+                   params.margin if margin is None else margin, params.gap if gap is None else gap,
+                   coupling_passes)
 
     def slot_bodies(self, model: Model) -> tuple[np.ndarray, np.ndarray]:
         return np.asarray(self.slots.body1, np.int64), np.asarray(self.slots.body2, np.int64)
 
     def contacts(self, model: Model, rotation: jax.Array, origin: jax.Array) -> Contacts:
         detection = jnp.broadcast_to((self.margin + self.gap).astype(rotation.dtype), (self.n_pairs,))
-        return collide_frames(self.slots, geom_frames(model, rotation, origin), detection)
+        return collide_frames(self.slots, geom_frames(model, rotation, origin), detection, model.geoms.hfield)
 
     def per_slot(self, name: str, dtype) -> jax.Array:
         """Parameter ``name`` at each slot (``()`` stays a scalar)."""

@@ -24,6 +24,7 @@ from sodyn.collision.scene import plane_rotation
 from sodyn.collision.types import Contacts, GeomFrame
 from sodyn.model import Model
 from sodyn.simulate.contact import (
+    DAMPING_RATIO,
     LAW_PARAMETERS,
     ONSET,
     SLIP_VELOCITY,
@@ -149,7 +150,7 @@ class GroundContact(CompliantContact):
     # -- constructors -------------------------------------------------------------
     @classmethod
     def from_model(cls, model: Model, *, geoms: Sequence[str] | None = None, plane=None, stiffness=None,
-                   damping=None, damping_ratio=1.0, friction=None, slip_velocity=SLIP_VELOCITY,
+                   damping=None, damping_ratio=DAMPING_RATIO, friction=None, slip_velocity=SLIP_VELOCITY,
                    onset=ONSET) -> "GroundContact":
         """Contact points from the model's collision geoms (:class:`sodyn.Geoms`).
 
@@ -213,7 +214,7 @@ class GroundContact(CompliantContact):
 
     @classmethod
     def at_frames(cls, model: Model, frames: Sequence[str | int], positions=None, radius=0.0, *, plane=None,
-                  stiffness=None, damping=None, damping_ratio=1.0, friction=1.0, slip_velocity=SLIP_VELOCITY,
+                  stiffness=None, damping=None, damping_ratio=DAMPING_RATIO, friction=1.0, slip_velocity=SLIP_VELOCITY,
                   onset=ONSET) -> "GroundContact":
         """Contact points at named frames or bodies (``model.frame_id`` names: frames, bodies,
         joints), e.g. the feet of a URDF robot.

@@ -25,6 +25,7 @@ from sodyn.simulate.checks import (
 )
 from sodyn.simulate.joint_forces import JointForces
 from sodyn.simulate.state import State
+from sodyn.simulate.step_size import warn_if_stiff
 from sodyn.simulate.stepping import (
     advance,
     check_dt,
@@ -128,6 +129,7 @@ def rollout(model: Model, state: State, controls: jax.Array | Policy | None, dt,
     state = check_state_value(model, state)
     dtype = state.q.dtype
     forces = resolve_forces(model, actuators, joint_forces, contact, constraints)
+    warn_if_stiff(model, forces, dt, substeps, integrator, stacklevel=2)
     nu = control_size(model, forces.actuators)
     policy = controls if callable(controls) else None
     control_xs = None if policy is not None else _per_step(

@@ -10,9 +10,34 @@ evaluated at ``(q + dt v⁺, v⁺)`` to first order, and so is every contact poi
     v⁺ = v + dt a,        q⁺ = q ⊕ dt v⁺
 
 The diagonal joins the armature in the articulated-body recursion and the contact terms
-``B_k`` join the body inertias (``forward_dynamics(..., added_inertia=B)``), so a step costs
+``B_k`` join the body inertias (``forward_dynamics(..., added_inertia=B)``), so a solve is
 one O(N) forward-dynamics pass: nothing is factorized.  Stiff joint dampers and contacts
 therefore stay stable at the time steps a robot's controller runs at.
+
+**Velocity-product forces.**  The bias ``C(q, v)`` above is gravity plus ``h(q, v)``, the
+Coriolis, centrifugal and gyroscopic forces, quadratic in ``v``.  As
+``v⁺ᵀ h(q, v⁺) = ½ v⁺ᵀ 𝓜̇ v⁺`` (``𝓜̇ = Σ_k ∂𝓜/∂q_k v⁺_k``), the kinetic energy's change with
+``𝓜`` over the step is
+
+    ½ v⁺ᵀ (𝓜(q⁺) − 𝓜(q)) v⁺ = dt v⁺ᵀ h(q, v⁺) + O(dt²),
+
+so velocity-product forces ``h̃`` applied in place of ``h(q, v⁺)`` make the energy
+``dt v⁺ᵀ (h(q, v⁺) − h̃)`` from nothing.  Taken at the start, ``h̃ = h(q, v)``, that is of first
+order in the step's velocity change ``v⁺ − v``: large when a step changes the velocity by much
+(a stiff contact catching a light, fast limb).  The step takes them at the predicted
+end-of-step velocity instead (``𝓜_s`` the matrix above, ``r`` its right-hand side without
+``h``):
+
+    a₀ = 𝓜_s⁻¹ (r − h(q, v)),        w = v + dt a₀,        a = 𝓜_s⁻¹ (r − h(q, w)),
+
+(the second solve is the forward dynamics at velocity ``w``: the contacts' ``B_k ᾱ(k)``, whose
+``ᾱ(k)`` holds ``J̇_k w``, and a free joint's linear-armature velocity force go with ``h``), so
+``v⁺ − w = −dt 𝓜_s⁻¹ (h(q, w) − h(q, v)) ≈ −dt 𝓜_s⁻¹ H (w − v)`` with ``H = ∂h/∂v``: the
+error is the explicit one times ``dt 𝓜_s⁻¹ H``.  On a gyroscopic mode of frequency ``ω``
+(``dt 𝓜_s⁻¹ H`` with eigenvalue ``iθ``, ``θ = ω dt``) the velocity's amplification is
+``|1 − iθ − θ²|² = 1 − θ² + θ⁴``: dissipative for ``θ < 1``, where explicit ``h`` grows it by
+``1 + θ²``.  A step is two forward-dynamics solves (with the contact's coupling passes on the
+second, :mod:`sodyn.simulate.coupling`); the joint damping stays a force at ``v``.
 
 ``"semi_implicit"`` is symplectic Euler with all forces explicit (``v⁺ = v + dt a(q, v)``,
 ``q⁺ = q ⊕ dt v⁺``).  ``"rk4"`` is the classical fourth-order Runge–Kutta scheme on the joint
@@ -43,7 +68,7 @@ import jax
 import jax.numpy as jnp
 
 from sodyn.algorithms.articulated import FACTORS, forward_dynamics
-from sodyn.algorithms.common import check_f_ext
+from sodyn.algorithms.common import check_f_ext, passive_joint_force
 from sodyn.algorithms.constrained import constrained_forward_dynamics, constraint_residual
 from sodyn.configuration import chart_rate, integrate
 from sodyn.constraints import LoopClosures
@@ -58,9 +83,11 @@ from sodyn.simulate.checks import (
     checked_quaternions,
 )
 from sodyn.simulate.contact import CompliantContact, contact_terms
+from sodyn.simulate.coupling import coupled_solve
 from sodyn.simulate.joint_forces import JointForces, joint_forces
 from sodyn.simulate.rigid_contact import RigidContact, rigid_contact_step
 from sodyn.simulate.state import State
+from sodyn.simulate.step_size import warn_if_stiff
 
 INTEGRATORS: tuple[str, ...] = ("implicit", "semi_implicit", "rk4")
 
@@ -98,7 +125,8 @@ def resolve_forces(model: Model, actuators=None, joint_forces: JointForces | Non
     if actuators is not None and not isinstance(actuators, Actuators):
         raise ValueError(f"actuators must be an sodyn.Actuators value or None, got {type(actuators).__name__}")
     if joint_forces is None:
-        joint_forces = JointForces()
+        with jax.ensure_compile_time_eval():   # concrete defaults, also under jit (step_size reads them)
+            joint_forces = JointForces()
     elif not isinstance(joint_forces, JointForces):
         raise ValueError(f"joint_forces must be a JointForces value or None, got {type(joint_forces).__name__}")
     if contact is not None and not isinstance(contact, (CompliantContact, RigidContact)):
@@ -152,10 +180,13 @@ def _explicit_acceleration(model, forces, q, v, control, f_ext, dt=None):
     return forward_dynamics(model, q, v, act.force + joint.force, f), recorded
 
 
-def _closed_acceleration(model, closures, q, v, tau, f_ext, added, dt, recorded):
+def _closed_acceleration(model, closures, q, v, tau, f_ext, added, dt, recorded, v_start=None):
     """Constrained forward dynamics of a step: end-of-step target ``−𝔡(q ⊕ dt v)/dt²`` when
-    ``dt`` is given (Euler steppers), Baumgarte otherwise (module docstring)."""
-    target = None if dt is None else -constraint_residual(model, integrate(model, q, v, dt), closures) / (dt * dt)
+    ``dt`` is given (Euler steppers), Baumgarte otherwise (module docstring).  ``v_start``
+    (default ``v``): the step's start velocity, for the target, when the dynamics' velocity
+    products are taken at another ``v``."""
+    moving = v if v_start is None else v_start
+    target = None if dt is None else -constraint_residual(model, integrate(model, q, moving, dt), closures) / (dt * dt)
     a, cf = constrained_forward_dynamics(model, q, v, tau, closures, f_ext=f_ext, acceleration_target=target,
                                          added_inertia=added)
     return a, recorded._replace(constraint=cf.generalized)
@@ -170,10 +201,35 @@ def _implicit_step(model, forces, state, control, f_ext, dt):
     shifted = eqx.tree_at(lambda m: m.armature, model, diagonal)
     added = None if contact is None else contact.added_inertia
     tau = act.force + joint.force - dt * stiffness * v
-    if forces.constraints is not None:
-        a, recorded = _closed_acceleration(shifted, forces.constraints, q, v, tau, f, added, dt, recorded)
+    # joint damping as a force at v (implicit through the diagonal), whatever velocity the
+    # solves take their velocity products at
+    tau = tau - model.damping.astype(q.dtype) * v
+    shifted = eqx.tree_at(lambda m: m.damping, shifted, jnp.zeros_like(model.damping))
+    undamped = eqx.tree_at(lambda m: m.damping, model, shifted.damping)
+    closed = []
+
+    def solver(w):
+        """Solves with the velocity-product forces at ``w`` (module docstring)."""
+        # a free joint's linear armature acts with its own value in the velocity products
+        # (sodyn.algorithms.common.passive_joint_force), not with the shifted diagonal
+        tau_w = tau + passive_joint_force(shifted, w) - passive_joint_force(undamped, w)
+
+        def solve(wrenches):
+            if forces.constraints is None:
+                return forward_dynamics(shifted, q, w, tau_w, wrenches, added_inertia=added)
+            acc, rec = _closed_acceleration(shifted, forces.constraints, q, w, tau_w, wrenches, added, dt, recorded,
+                                            v_start=v)
+            closed[:] = [rec]
+            return acc
+        return solve
+
+    predicted = solver(v)(f)                      # a₀, the velocity products at the start
+    solve = solver(v + dt * predicted)            # a, at the predicted end-of-step velocity
+    if contact is None:
+        a = solve(f)
     else:
-        a = forward_dynamics(shifted, q, v, tau, f, added_inertia=added)
+        a = coupled_solve(model, forces.contact, contact.coupling, q, f, dt, solve)
+    recorded = closed[0] if closed else recorded
     v_next = v + dt * a
     return State(integrate(model, q, v_next, dt), v_next, state.t + dt), recorded
 
@@ -279,6 +335,7 @@ def step_and_forces(model: Model, state: State, control, dt, *, integrator: str 
     check_dt(dt)
     state = check_state_value(model, state)
     forces = resolve_forces(model, actuators, joint_forces, contact, constraints)
+    warn_if_stiff(model, forces, dt, substeps, integrator, stacklevel=2)
     control = check_control(model, forces, control, state.q.dtype)
     f_ext = check_f_ext(model, f_ext, state.q.dtype)
     dt = jnp.asarray(dt, state.q.dtype)
@@ -303,8 +360,11 @@ def step(model: Model, state: State, control, dt, *, integrator: str = "implicit
     :class:`~sodyn.simulate.GroundContact` (compliant) or :class:`~sodyn.simulate.RigidContact`
     (impulses on the Delassus matrix); ``joint_forces``: limit and friction-loss
     parameters (:class:`JointForces`, on by default); ``f_ext`` ``(n_bodies, 6)``: external
-    body-frame wrenches held over the step; ``substeps``: equal substeps of ``dt / substeps``;
-    ``constraints``: loop closures (:class:`~sodyn.LoopClosures`) the step enforces.
+    body-frame wrenches held over the step; ``substeps`` (static): equal substeps of
+    ``dt / substeps``, the remedy when a :class:`~sodyn.simulate.StiffStepWarning` (given while
+    the step is built, for concrete parameters) says that ``dt`` exceeds the stable-step estimate
+    of the stiffest term (:func:`~sodyn.simulate.stable_step`); ``constraints``: loop closures
+    (:class:`~sodyn.LoopClosures`) the step enforces.
 
     ``checks`` (:mod:`sodyn.simulate.checks`, they hold under ``jax.jit``): ``"cheap"``
     (default) raises at run time on a non-positive or non-finite ``dt``, a zero or non-finite
