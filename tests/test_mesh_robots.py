@@ -32,7 +32,7 @@ def _lowest(model, q) -> float:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["go2", "solo12", "talos_reduced"])
+@pytest.mark.parametrize("name", ["go2"])
 def test_a_robot_dropped_on_its_meshes_comes_to_rest_on_the_ground(name):
     """Zero torque, the neutral pose with its lowest hull 0.3 m above the ground, 1.5 s: finite,
     no hull more than 2 mm into the ground at the end or 5 mm at any time, the base above the
