@@ -250,6 +250,22 @@ def _best(values: Array, peak: Array, count: int) -> Array:
     return jax.lax.top_k(jnp.where(peak, values, values - 2.0 * spread - 1.0), count)[1]
 
 
+def circle_starts(lay: _Layout, p: _Gap, k: int, perp: Array, noise: Array) -> Array:
+    """Starts of the Newton runs on the circle ``a_k·n = 0`` (``perp`` a unit vector on it):
+    the best local maxima of its ``CIRCLE_SAMPLES`` samples and its points nearest to the other
+    geom's cap normals; ``(CIRCLE_STARTS, 3)``."""
+    axis = p.axes[k]
+    circ = jnp.asarray(_CIRCLE, p.d.dtype)
+    ring = circ[:, :1] * perp + circ[:, 1:] * jnp.cross(axis, perp)
+    near = [safe_unit(c - (c @ axis) * axis, perp, noise) for (i, _), c in zip(lay.caps, p.cap) if i != lay.owner[k]]
+    ring = jnp.concatenate([ring] + [jnp.stack([x, -x]) for x in near])
+    v = _gap(p, ring)
+    m = CIRCLE_SAMPLES
+    peak = jnp.concatenate([(v[:m] >= jnp.roll(v[:m], 1)) & (v[:m] >= jnp.roll(v[:m], -1)),
+                            jnp.ones(2 * len(near), bool)])
+    return ring[_best(v, peak, CIRCLE_STARTS)]
+
+
 def _search(lay: _Layout, p: _Gap) -> tuple[Array, Array]:
     """The maximiser ``n*`` of ``s`` over all strata and the winner's index (module docstring)."""
     if lay.segment_disk:
@@ -268,18 +284,9 @@ def _search(lay: _Layout, p: _Gap) -> tuple[Array, Array]:
         points.append(jnp.stack([x, -x]))
     points = jnp.concatenate(points + [jnp.stack([c, -c]) for c in p.cap])
     # 1-D: per circle, local maxima of its samples and its points nearest to the other geom's caps
-    circ = jnp.asarray(_CIRCLE, dt)
     starts = []
     for k in range(kk):
-        ring = circ[:, :1] * perp[k] + circ[:, 1:] * jnp.cross(p.axes[k], perp[k])
-        near = [safe_unit(c - (c @ p.axes[k]) * p.axes[k], perp[k], noise) for (i, _), c in zip(lay.caps, p.cap)
-                if i != lay.owner[k]]
-        ring = jnp.concatenate([ring] + [jnp.stack([x, -x]) for x in near])
-        v = _gap(p, ring)
-        peak = jnp.concatenate([(v[:CIRCLE_SAMPLES] >= jnp.roll(v[:CIRCLE_SAMPLES], 1))
-                                & (v[:CIRCLE_SAMPLES] >= jnp.roll(v[:CIRCLE_SAMPLES], -1)),
-                                jnp.ones(2 * len(near), bool)])
-        starts.append(ring[_best(v, peak, CIRCLE_STARTS)])
+        starts.append(circle_starts(lay, p, k, perp[k], noise))
     # 2-D: local maxima of the Fibonacci samples (six nearest neighbours), and the cap normals
     sphere = jnp.concatenate([jnp.asarray(_SPHERE, dt), points[2 * len(lay.pairs):]])
     v = _gap(p, sphere)

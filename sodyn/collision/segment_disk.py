@@ -14,21 +14,13 @@ from sodyn.collision.support import safe_unit
 
 
 def circle_runs(lay: "convex._Layout", p: "convex._Gap", k: int, noise: Array) -> Array:
-    """Newton runs on the circle ``a_k·n = 0`` from the best of its samples and of its points
-    nearest to the other geom's cap normals (as in :func:`~sodyn.collision.convex._search`);
+    """Newton runs on the circle ``a_k·n = 0`` from its starts
+    (:func:`~sodyn.collision.convex.circle_starts`), as in ``convex._search``;
     ``(CIRCLE_STARTS, 3)``."""
     dt = p.d.dtype
     axis = p.axes[k]
     perp = safe_unit(jnp.cross(axis, jax.nn.one_hot(jnp.argmin(jnp.abs(axis)), 3, dtype=dt)))
-    circ = jnp.asarray(convex._CIRCLE, dt)
-    ring = circ[:, :1] * perp + circ[:, 1:] * jnp.cross(axis, perp)
-    near = [safe_unit(c - (c @ axis) * axis, perp, noise) for (i, _), c in zip(lay.caps, p.cap) if i != lay.owner[k]]
-    ring = jnp.concatenate([ring] + [jnp.stack([x, -x]) for x in near])
-    v = convex._gap(p, ring)
-    m = convex.CIRCLE_SAMPLES
-    peak = jnp.concatenate([(v[:m] >= jnp.roll(v[:m], 1)) & (v[:m] >= jnp.roll(v[:m], -1)),
-                            jnp.ones(2 * len(near), bool)])
-    starts = ring[convex._best(v, peak, convex.CIRCLE_STARTS)]
+    starts = convex.circle_starts(lay, p, k, perp, noise)
     others = p.axes - (p.axes @ axis)[:, None] * axis
     kinks = safe_unit(others, floor=noise) * (jnp.arange(p.axes.shape[0]) != k)[:, None].astype(dt)
     step = jax.vmap(lambda n: convex._newton_step(p, lay, axis, jnp.zeros((), bool), kinks, n))
