@@ -29,6 +29,7 @@ from collision_oracle import PairOracle, deepest
 from sodyn.collision.convex import CONVEX_PAIRS, SLOTS
 from sodyn.collision.support import CONVEX_TYPES, support
 from sodyn.collision.types import GeomFrame
+from sodyn.rotations import quat_to_matrix
 
 jax.config.update("jax_enable_x64", True)
 
@@ -42,11 +43,7 @@ H = 1e-6                   # central-difference step (m, rad)
 
 
 def _rotation(rng: np.random.Generator) -> np.ndarray:
-    q = rng.normal(size=4)
-    w, x, y, z = q / np.linalg.norm(q)
-    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-                     [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-                     [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+    return quat_to_matrix(rng.normal(size=4))
 
 
 def _h(type_: str, size, r: np.ndarray, p: np.ndarray, n: np.ndarray) -> float:

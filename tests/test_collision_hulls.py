@@ -33,6 +33,7 @@ from sodyn.collision.hull_curved import SLOTS as CURVED_SLOTS
 from sodyn.collision.hull_topology import hull_topology
 from sodyn.collision.types import GeomFrame, Hull, MeshFrame
 from sodyn.io.meshes import convex_hull
+from sodyn.rotations import quat_to_matrix
 
 jax.config.update("jax_enable_x64", True)
 
@@ -49,11 +50,7 @@ V_PAD, F_PAD = 32, 64     # common padded sizes of the test hulls
 
 
 def _rotation(rng: np.random.Generator) -> np.ndarray:
-    q = rng.normal(size=4)
-    w, x, y, z = q / np.linalg.norm(q)
-    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-                     [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-                     [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+    return quat_to_matrix(rng.normal(size=4))
 
 
 def _unit(x: np.ndarray) -> np.ndarray:
