@@ -40,6 +40,7 @@ from simulation import _us, _versions, compile_timed, interleaved  # noqa: E402
 
 import sodyn as sd  # noqa: E402
 from sodyn.io import from_mujoco  # noqa: E402
+from sodyn.runtime.xla import supported_options  # noqa: E402
 from sodyn.simulate import State, contact_terms  # noqa: E402
 
 PARTS = ("step", "grad")
@@ -178,8 +179,14 @@ class Mjx:
         return f
 
 
-def _compile(name, fn, *a):
-    c, s = compile_timed(jax.jit(jax.vmap(fn)), *a)
+#: MJX's compile options: XLA:CPU's XNNPACK runtime off.  With it on (jaxlib 0.10.2, 2 cores),
+#: ``jax.jit(jax.vmap(mjx.step))`` at B ≥ 128 stops returning within a few calls (the caller
+#: waits on the executable, every pool thread idle); off, it runs.  sodyn's calls keep XLA's defaults.
+MJX_OPTIONS = supported_options({"xla_cpu_use_xnnpack": False})
+
+
+def _compile(name, fn, *a, options=None):
+    c, s = compile_timed(jax.jit(jax.vmap(fn), compiler_options=options), *a)
     print(f"compiled {name}: {s:.1f} s", flush=True)
     return c, s
 
@@ -219,7 +226,7 @@ def part_step(args) -> str:
             why = _failed(e)
         for k, f in fns.items():
             try:
-                c, comp[k] = _compile(f"{name} {k}", f, q, v)
+                c, comp[k] = _compile(f"{name} {k}", f, q, v, options=MJX_OPTIONS if k.startswith("mjx") else None)
             except Exception as e:  # an MJX limit found when tracing: report it, go on
                 if not k.startswith("mjx"):
                     raise
@@ -256,7 +263,8 @@ def part_step(args) -> str:
     lines = [f"### One step with contact between bodies: sodyn vs MJX (dm_control models, float32, B={b}, "
              "one CPU device)\n",
              "sodyn: `sd.step` (linearly implicit), `contact=ContactModel.from_model(model)` (every candidate pair "
-             "after MuJoCo's filtering), zero control, dt = the model's timestep (5 ms). MJX: `mjx.step`, Newton, "
+             "after MuJoCo's filtering; default `coupling_passes`, conjugate-gradient passes for contacts between "
+             "moving bodies), zero control, dt = the model's timestep (5 ms). MJX: `mjx.step`, Newton, "
              f"`iterations={args.mjx_iterations}`, `ls_iterations={args.mjx_ls_iterations}`, the model's own "
              "pyramidal cone and Euler integrator, the same MjModel (height fields and meshes switched off in both). "
              "Both `jax.jit(jax.vmap(f))` on the same states (qpos0, 0.05 noise on the hinges and their velocities, "
@@ -264,9 +272,9 @@ def part_step(args) -> str:
              "core-µs = process CPU time per sample (counts XLA's intra-op threads; steadier than wall time on a "
              "shared machine). Pairs: candidate geom pairs; slots / `ncon`: contacts computed per step; active: mean "
              "slots or contacts within the margin at the inputs. Target: sodyn / MJX ≤ 0.5 per core-µs."
-             + (f" B = {b}, below the default 4096: on jaxlib 0.10.2 `jax.jit(jax.vmap(mjx.step))` of the humanoid stops returning "
-                "(threads asleep) within a few calls at B = 1024 and 4096 on this 2-core machine (bench/README.md)."
-                if b < 4096 and not args.quick and jax.__version__.startswith("0.10.") else "") + "\n",
+             + (f" MJX compiled with `{MJX_OPTIONS}`: with XLA's XNNPACK runtime on, `jax.jit(jax.vmap(mjx.step))` "
+                "stops returning within a few calls at B ≥ 128 on jaxlib 0.10.2 on this 2-core machine "
+                "(bench/README.md); sodyn's calls use XLA's defaults." if MJX_OPTIONS else "") + "\n",
              "| model | geoms (types) | sodyn pairs / slots | sodyn active | MJX pairs / `ncon` | MJX active | "
              "sodyn µs | MJX µs | ratio wall | sodyn core-µs | MJX core-µs | ratio core-µs | compile sodyn / MJX s | "
              "compile ratio |", "|" + "---|" * 14, *rows, *([""] + notes if notes else []), "",

@@ -30,9 +30,15 @@ the existing ones is left unused (``distance = FAR``).
 **Derivatives.**  The search, the faces and the clipping run under ``stop_gradient`` and give each
 slot a frozen normal ``n`` and witness weights; the witness points ``x₁``, ``x₂`` are recomputed
 from the differentiable core vertices (pose, box size, mesh vertices), ``distance =
-n·(x₂ − x₁) − r₁ − r₂`` and ``position = (x₁ + x₂)/2 + (r₁ − r₂) n/2``: for slot 0 the Danskin
-derivative of ``max_n s(n)``, exact where the contact features do not change; for a clipped point
-that of its height over the reference plane.  Plane–mesh distances ``n·(v − p₁)`` are
+n·(x₂ − x₁) − r₁ − r₂``: for slot 0 the Danskin derivative of ``max_n s(n)``, exact where the
+contact features do not change; for a clipped point that of its height over the reference plane.
+A slot whose witness on one core is the foot of the other core's point on a face (a face winner,
+a clipped point) moves with that other point: with the face's normal ``m`` recomputed from its
+anchor triangle's differentiable vertices (equal to ``n`` in value), ``position = x₂ − (d/2 + r₂) m``
+(a face of core 1) or ``x₁ + (d/2 + r₁) m`` (of core 2), and the slot's normal is ``m`` (the foot's
+frozen weights would move the position at half the sliding speed, and a frozen normal would not
+turn with the face).  Other slots (GJK, crossing edges) keep ``position = (x₁ + x₂)/2 +
+(r₁ − r₂) n/2`` and the frozen ``n``.  Plane–mesh distances ``n·(v − p₁)`` are
 differentiated directly.  Values and gradients are finite at touching and parallel faces.
 """
 
@@ -174,16 +180,24 @@ class _Clip:
         return Witness(*(jnp.where(ref_is_1, a, b) for a, b in zip(ref + inc, inc + ref)))
 
 
-def manifold(p1: Polytope, p2: Polytope, res: Search, slots: int) -> tuple[Array, Witness, Array]:
+def _face_side(kind: Array) -> Array:
+    """The core whose face the search's witness lies on: 1, 2, or 0 (GJK, crossing edges)."""
+    return jnp.where(kind == FACE1, 1, jnp.where(kind == FACE2, 2, 0)).astype(jnp.int32)
+
+
+def manifold(p1: Polytope, p2: Polytope, res: Search, slots: int) -> tuple[Array, Witness, Array, Array]:
     """Per slot: frozen normal ``(S, 3)``, :class:`~sodyn.collision.hull_distance.Witness` (leading
-    axis ``S``) and validity, from the search result ``res`` (module docstring).  Two cores of
+    axis ``S``), validity, and the core whose face holds the witness (``(S,)``: 1, 2 or 0, module
+    docstring), from the search result ``res`` (module docstring).  Two cores of
     the same shapes (two meshes of one model) share one clipping, their roles chosen by the
     winner; otherwise each core with faces gets its own."""
     n = res.normal
     dt = n.dtype
     scale = jnp.max(jnp.abs(p1.vertices - p1.vertices[0])) + jnp.max(jnp.abs(p2.vertices - p2.vertices[0]))
     tol = DUPLICATE * scale
-    out = (jax.tree.map(lambda x: jnp.broadcast_to(x, (slots,) + x.shape), res.witness), jnp.arange(slots) == 0)
+    side0 = _face_side(res.kind)
+    out = (jax.tree.map(lambda x: jnp.broadcast_to(x, (slots,) + x.shape), res.witness), jnp.arange(slots) == 0,
+           jnp.zeros(slots, jnp.int32).at[0].set(side0))
     is1 = res.kind == FACE1
     if jax.tree.map(jnp.shape, p1) == jax.tree.map(jnp.shape, p2):
         options = [(is1, jax.tree.map(lambda a, b: jnp.where(is1, a, b), p1, p2),
@@ -201,18 +215,34 @@ def manifold(p1: Polytope, p2: Polytope, res: Search, slots: int) -> tuple[Array
         h0 = jnp.where(use0, c.height[k0], res.gap)
         idx, ok = spread(c.points, c.height, c.valid, n, 0.5 * (x1 + x2), h0, slots - 1, tol)
         wit = jax.tree.map(lambda a, b: jnp.concatenate([a, b]), w0, c.witness(idx, ref_is_1))
-        mine = (wit, jnp.concatenate([jnp.ones((1,), bool), ok]))
+        ref = jnp.where(ref_is_1, 1, 2).astype(jnp.int32)
+        side = jnp.full(slots, ref, jnp.int32).at[0].set(jnp.where(use0, ref, side0))
+        mine = (wit, jnp.concatenate([jnp.ones((1,), bool), ok]), side)
         out = jax.tree.map(lambda a, b, u=use: jnp.where(u, a, b), mine, out)
     return jnp.broadcast_to(n, (slots, 3)), *out
 
 
-def _evaluate(v1: Array, v2: Array, r1: Array, r2: Array, normal: Array, wit: Witness, valid: Array) -> Contacts:
-    """Distances and positions of the slots from the differentiable core vertices (module
-    docstring); unused slots at ``FAR``."""
+def _face_normal(v: Array, tri: Array, n: Array) -> Array:
+    """The unit normal of the triangles ``v[tri]`` (``tri (S, 3)``), differentiable in ``v``,
+    oriented as the frozen ``n (S, 3)``."""
+    a, b, c = v[tri[:, 0]], v[tri[:, 1]], v[tri[:, 2]]
+    m = safe_unit(cross(b - a, c - a))
+    return jnp.where(jax.lax.stop_gradient(dot(m, n))[:, None] < 0, -m, m)
+
+
+def _evaluate(v1: Array, v2: Array, r1: Array, r2: Array, normal: Array, wit: Witness, valid: Array,
+              side: Array) -> Contacts:
+    """Distances, positions and normals of the slots from the differentiable core vertices
+    (module docstring; ``side (S,)``: the core whose face holds each slot's witness, 0 for
+    none); unused slots at ``FAR``."""
     x1 = contract("...k,...kd->...d", wit.w1, v1[wit.i1])
     x2 = contract("...k,...kd->...d", wit.w2, v2[wit.i2])
     d = dot(normal, x2 - x1) - r1 - r2
-    pos = 0.5 * (x1 + x2) + (0.5 * (r1 - r2)) * normal
+    m1, m2 = _face_normal(v1, wit.i1, normal), _face_normal(v2, wit.i2, normal)
+    on1, on2 = (side == 1)[:, None], (side == 2)[:, None]
+    pos = jnp.where(on1, x2 - (0.5 * d + r2)[:, None] * m1,
+                    jnp.where(on2, x1 + (0.5 * d + r1)[:, None] * m2, 0.5 * (x1 + x2) + (0.5 * (r1 - r2)) * normal))
+    normal = jnp.where(on1, m1, jnp.where(on2, m2, normal))
     return Contacts(jnp.where(valid, d, FAR), jnp.where(valid[:, None], pos, pos[0]), normal)
 
 
@@ -227,10 +257,11 @@ def polytope_pair(type1: str, type2: str, slots: int) -> Callable[[GeomFrame, Me
         res = search(p1, p2, f1.position, f2.position)
         if slots == 1:
             normal, wit, valid = res.normal[None], jax.tree.map(lambda x: x[None], res.witness), jnp.ones((1,), bool)
+            side = _face_side(res.kind)[None]
         else:
-            normal, wit, valid = manifold(p1, p2, res, slots)
+            normal, wit, valid, side = manifold(p1, p2, res, slots)
         normal, wit = jax.lax.stop_gradient((normal, wit))
-        return _evaluate(v1, v2, _radius(type1, g1), _radius(type2, g2), normal, wit, valid)
+        return _evaluate(v1, v2, _radius(type1, g1), _radius(type2, g2), normal, wit, valid, side)
 
     pair.__name__ = f"{type1}_{type2}"
     pair.__doc__ = f"Contacts of a {type1} ``g1`` and a mesh ``g2``, {slots} slots (:func:`polytope_pair`)."

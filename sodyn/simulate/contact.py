@@ -72,8 +72,8 @@ amplification of the step's linear part lies in ``(−1, 1]``, so the step stays
 forward-dynamics pass still solves it.  Left there, two bodies that accelerate together
 through a contact (a pusher and what it pushes) would each carry the contact's ``K_eff ≈ dt c``
 as added inertia along the normal; the step's coupling passes
-(:mod:`sodyn.simulate.coupling`) put the cross terms back by a block-Jacobi iteration, which
-converges to the fully coupled step.
+(:mod:`sodyn.simulate.coupling`) put the cross terms back by preconditioned conjugate
+gradients on the fully coupled step.
 
 **Not modelled:** rolling and torsional friction (``condim`` 4 and 6 load as sliding friction),
 and friction anisotropy.

@@ -5,26 +5,45 @@ bodies 1 and 2, the force ``f_expl − K_eff (Δṗ₂ − Δṗ₁) / dt`` on b
 with ``Δṗ_k`` the change over the step of the velocity of body ``k``'s material point at the
 contact (:mod:`sodyn.simulate.contact`).  One O(N) articulated-body solve can take only each
 body's own term implicitly (``B_k``, a block-Jacobi splitting of ``Jᵀ K_eff J`` with
-``J = J₂ − J₁``); it leaves out the cross terms
+``J = J₂ − J₁``): it solves with ``𝓜_s = 𝓜 + diag(…) + Σ_k J_kᵀ B_k J_k`` and leaves out the
+cross terms
 
-    F₂ = K_eff Δṗ₁ / dt   on body 2,        F₁ = K_eff Δṗ₂ / dt   on body 1.
+    N = Σ_slots (J₁ᵀ K_eff J₂ + J₂ᵀ K_eff J₁),
 
-Left out, two bodies that accelerate together through a contact each carry ``K_eff`` as added
-inertia along the normal.  A coupling pass puts them back as external forces, with ``Δṗ_k``
-from the previous solve's accelerations (``Δv = dt θ̈``, ``Δṗ_k = R_k(Δv_k + Δω_k × r_k)`` by
-the velocity scatter), and solves again with the same ``B``: a block-Jacobi iteration on
+whose forces are ``F₂ = K_eff p̈₁`` on body 2 and ``F₁ = K_eff p̈₂`` on body 1 for the material
+points' accelerations ``p̈_k = R_k(α̇_k + ω̇_k × r_k)`` (``Δṗ = dt p̈``).  Left out, two bodies that
+accelerate together through a contact each carry ``K_eff`` as added inertia along the normal.
+The coupled step solves
 
-    (M + Σ_k J_kᵀ B_k J_k − N) Δv = dt (τ − C + …),     N = Σ_slots (J₁ᵀ K_eff J₂ + J₂ᵀ K_eff J₁),
+    A θ̈ = r,        A = 𝓜_s − N,
 
-which converges because ``M + Σ J_kᵀ B_k J_k ± N`` are both positive definite
-(``J₁ᵀKJ₁ + J₂ᵀKJ₂ ± (J₁ᵀKJ₂ + J₂ᵀKJ₁) = (J₂ ± J₁)ᵀ K (J₂ ± J₁)``): the iteration matrix
-``G = (M + ΣJᵀBJ)⁻¹ N`` has its eigenvalues in ``(−1, 1)``, and after ``p`` passes the step's
-velocity change is ``(I − G^{p+1})`` times the fully coupled one, in every mode (two bodies moving
-together, ``G`` near ``+1``; pressed against each other, near ``−1``).  For a contact between a
-body of mass ``m`` and a much heavier one, ``g ≈ κ/(m + κ)`` along the normal with
-``κ = dt c + dt² k``.  Each pass costs one velocity scatter and one forward-dynamics solve; the
-pass count is static (``ContactModel(coupling_passes=…)``), so the step keeps one program shape
-and its derivatives.
+and ``A`` is symmetric positive definite
+(``J₁ᵀKJ₁ + J₂ᵀKJ₂ − (J₁ᵀKJ₂ + J₂ᵀKJ₁) = (J₂ − J₁)ᵀ K (J₂ − J₁)``).  The passes solve it by
+conjugate gradients preconditioned with ``𝓜_s`` (Hestenes & Stiefel; Saad, *Iterative
+Methods for Sparse Linear Systems*, Alg. 9.1), from the uncoupled solve ``θ̈₀ = 𝓜_s⁻¹ r``:
+
+    z₀ = 𝓜_s⁻¹ N θ̈₀,  p₀ = z₀;   α_k = ⟨z_k, p_k⟩_𝓜 / p_kᵀ A p_k,   θ̈_{k+1} = θ̈_k + α_k p_k,
+    z_{k+1} = z_k − α_k (p_k − 𝓜_s⁻¹ N p_k),   p_{k+1} = z_{k+1} − (z_{k+1}ᵀ A p_k / p_kᵀ A p_k) p_k,
+
+with ``⟨x, y⟩_𝓜 = xᵀ 𝓜_s y`` (``z_k = 𝓜_s⁻¹`` of the residual).  Nothing is formed: ``N p`` is
+the cross wrenches of ``p``'s body accelerations (one velocity scatter), ``𝓜_s⁻¹ Jᵀ F`` is the
+step's own articulated-body solve, and the quadratic forms are sums over bodies,
+``xᵀ 𝓜_s y = Σ_k V_k(x)ᵀ (M_k + B_k) V_k(y) + Σ_i d_i x_i y_i`` (``V_k(x)`` body k's twist for the
+joint rates ``x``, ``M_k`` its spatial inertia, ``d`` the diagonal of the step's armature and
+joint terms), and ``xᵀ N y = Σ_k V_k(x) · F_k(y)``.  Conjugate gradients minimise the ``A``-norm
+of the error over the Krylov space of ``𝓜_s⁻¹ N``; the error ``A⁻¹r − θ̈₀ = (I − G)⁻¹ G θ̈₀``
+(``G = 𝓜_s⁻¹ N``) lies in the range of ``N``, so ``p`` passes are exact when the slots between
+moving bodies span ``p`` directions or fewer (one frictionless contact: one pass; one
+frictional point: three), and otherwise the error falls at least as
+``2 ((√κ − 1)/(√κ + 1))^p``, ``κ = (1 + g)/(1 − g)`` for the eigenvalues of ``G`` in ``[−g, g]``.
+(A block-Jacobi iteration ``θ̈_{k+1} = θ̈₀ + G θ̈_k`` converges as ``g^p``: slowly for two bodies
+accelerating together, ``g → 1``.)
+
+Each pass costs one cross-wrench evaluation, one velocity scatter and one forward-dynamics
+solve; the pass count is static (``ContactModel(coupling_passes=…)``), so the step keeps one
+program shape and its derivatives.  The divisions are guarded for a zero search direction
+(no slot between moving bodies in contact): ``pᵀAp + ε²`` with ``ε²`` far below any
+acceleration that matters, so a vanishing correction stays finite with finite derivatives.
 """
 
 from __future__ import annotations
@@ -36,12 +55,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from sodyn import spatial
-from sodyn.algorithms.common import prepare
+from sodyn.algorithms.common import mass_parameter_levels, prepare
 from sodyn.algorithms.kinematics import velocities_levels
 from sodyn.model import Model
 from sodyn.simulate.contact import CompliantContact, SlotCoupling
 from sodyn.static_index import spread_sum, take
-from sodyn.topology import dofs_to_levels, from_levels
+from sodyn.topology import dofs_to_levels, from_levels, to_levels
 
 
 def _apply_k(c: SlotCoupling, x: jax.Array) -> jax.Array:
@@ -50,46 +69,76 @@ def _apply_k(c: SlotCoupling, x: jax.Array) -> jax.Array:
     return spatial.scale(c.tangent_gain, x) + spatial.scale((c.normal_gain - c.tangent_gain) * along, c.normal)
 
 
-def coupling_wrench(model: Model, contact: CompliantContact, coupling: SlotCoupling, twist: jax.Array,
-                    dt) -> jax.Array:
-    """Body-frame wrenches ``(n_bodies, 6)`` of the cross terms ``F₁ = K_eff Δṗ₂/dt`` on body 1
-    and ``F₂ = K_eff Δṗ₁/dt`` on body 2 of every slot between two moving bodies, for the
-    bodies' velocity changes ``twist (n_bodies, 6)`` (body frames; module docstring)."""
+def coupling_wrench(model: Model, contact: CompliantContact, coupling: SlotCoupling, twist: jax.Array) -> jax.Array:
+    """Body-frame wrenches ``(n_bodies, 6)`` of the cross terms ``F₁ = K_eff p̈₂`` on body 1 and
+    ``F₂ = K_eff p̈₁`` on body 2 of every slot between two moving bodies, for the bodies'
+    accelerations ``twist (n_bodies, 6)`` (body frames; module docstring): ``Jᵀ F = N θ̈``."""
     body1, body2 = (np.asarray(b, np.int64) for b in contact.slot_bodies(model))
     both = np.nonzero((body1 >= 0) & (body2 >= 0))[0]
     c = SlotCoupling(*(take(x, both) for x in coupling))
     b1, b2 = body1[both], body2[both]
 
-    def point_velocity(rot, r, body):
+    def point_acceleration(rot, r, body):
         omega, lin = spatial.halves(take(twist, body))
-        return spatial.mv(rot, lin + spatial.cross(omega, r))          # world Δṗ of the material point
+        return spatial.mv(rot, lin + spatial.cross(omega, r))          # world p̈ of the material point
 
-    dt = jnp.asarray(dt, twist.dtype)
     wrenches = []
-    for rot, r, other in ((c.rotation1, c.point1, point_velocity(c.rotation2, c.point2, b2)),
-                          (c.rotation2, c.point2, point_velocity(c.rotation1, c.point1, b1))):
-        f_b = spatial.mtv(rot, _apply_k(c, other)) / dt
+    for rot, r, other in ((c.rotation1, c.point1, point_acceleration(c.rotation2, c.point2, b2)),
+                          (c.rotation2, c.point2, point_acceleration(c.rotation1, c.point1, b1))):
+        f_b = spatial.mtv(rot, _apply_k(c, other))
         wrenches.append(jnp.concatenate([spatial.cross(r, f_b), f_b], axis=-1))
     return spread_sum(jnp.concatenate(wrenches), np.concatenate([b1, b2]), model.n_bodies)
 
 
 def coupled_solve(model: Model, contact: CompliantContact, coupling: SlotCoupling | None, q: jax.Array,
-                  f_ext: jax.Array, dt, solve: Callable[[jax.Array], jax.Array]) -> jax.Array:
-    """``solve(f_ext)`` (the step's accelerations for given external wrenches) followed by
-    ``contact.coupling_passes`` coupling passes (module docstring); one solve when the contact
-    has no slot between two moving bodies or no passes."""
-    a = solve(f_ext)
+                  f_ext: jax.Array, added: jax.Array, solve: Callable[[jax.Array], jax.Array]) -> jax.Array:
+    """``solve(f_ext)`` (the step's accelerations for given external wrenches, solving with
+    ``𝓜_s``) followed by ``contact.coupling_passes`` conjugate-gradient passes on the coupled
+    system (module docstring); one solve when the contact has no slot between two moving bodies
+    or no passes.  ``model``: the model whose armature is the step's diagonal ``d``;
+    ``added`` ``(n_bodies, 6, 6)``: the contact's ``B_k``."""
+    a0 = a = solve(f_ext)
     passes = int(getattr(contact, "coupling_passes", 0))
     if coupling is None or passes == 0:
         return a
-    topo = model.topology
+    topo, dtype = model.topology, q.dtype
     levels = prepare(model, q)                  # the joint transforms, once for every pass
+    inertia = spatial.inertia_parameters(*mass_parameter_levels(model, dtype))
+    added_l = to_levels(topo, added, jnp.zeros((6, 6), dtype))
+    diagonal = model.armature.astype(dtype)
+    eps2 = jnp.asarray(1e-30 if dtype == jnp.float64 else 1e-18, dtype)
 
-    def twists(dv):
-        return from_levels(topo, velocities_levels(levels, topo, dofs_to_levels(topo, dv, 0.0))[0])
+    def twists(x):                              # V_k(x), slot layout (1, W, 6)
+        return velocities_levels(levels, topo, dofs_to_levels(topo, x, 0.0))[0]
 
-    for _ in range(passes):
-        a = solve(f_ext + coupling_wrench(model, contact, coupling, twists(dt * a), dt))
+    def m_inner(vx, x, vy, y):                  # xᵀ 𝓜_s y
+        forces = spatial.apply_inertia(*inertia, vy) + spatial.mv(added_l, vy)
+        return jnp.sum(vx * forces) + jnp.sum(diagonal * x * y)
+
+    def cross(vx):                              # the cross wrenches F(x), Jᵀ F = N x, body order
+        return coupling_wrench(model, contact, coupling, from_levels(topo, vx))
+
+    def n_inner(vx, wrench):                    # xᵀ N y = Σ_k V_k(x) · F_k(y)
+        return jnp.sum(from_levels(topo, vx) * wrench)
+
+    def compliance(wrench):                     # 𝓜_s⁻¹ Jᵀ F: the solve is affine in its wrenches
+        return solve(f_ext + wrench) - a0
+
+    z = compliance(cross(twists(a)))
+    vz = twists(z)
+    p, vp = z, vz
+    for k in range(passes):
+        wp = cross(vp)
+        pap = m_inner(vp, p, vp, p) - n_inner(vp, wp) + eps2
+        alpha = m_inner(vz, z, vp, p) / pap
+        a = a + alpha * p
+        if k + 1 == passes:
+            break
+        y = compliance(wp)
+        vy = twists(y)
+        z, vz = z - alpha * (p - y), vz - alpha * (vp - vy)
+        beta = (m_inner(vz, z, vp, p) - n_inner(vz, wp)) / pap
+        p, vp = z - beta * p, vz - beta * vp
     return a
 
 

@@ -41,7 +41,7 @@ from sodyn.static_index import take
 
 _PER_PAIR = LAW_PARAMETERS + ("margin", "gap")
 #: Default number of coupling passes of the implicit step (:mod:`sodyn.simulate.coupling`).
-COUPLING_PASSES = 4
+COUPLING_PASSES = 2
 
 
 class ContactModel(CompliantContact):
@@ -53,9 +53,10 @@ class ContactModel(CompliantContact):
     ``slip_velocity``, ``onset``, ``margin``, ``gap``.  **Static:** ``slots``
     (:class:`~sodyn.collision.ContactSlots`: each slot's pair, geoms and bodies), ``geom1``,
     ``geom2`` (each candidate pair's geom indices), ``coupling_passes`` (the linearly implicit
-    step's block-Jacobi passes for contacts between two moving bodies,
+    step's conjugate-gradient passes for contacts between two moving bodies,
     :mod:`sodyn.simulate.coupling`; default ``COUPLING_PASSES``, each one more forward-dynamics
-    solve; 0 for the uncoupled step).
+    solve, exact once they outnumber the directions those contacts span; 0 for the uncoupled
+    step).
 
     Build one with :meth:`from_model`.  **Raises** ``ValueError`` naming the argument for
     wrong shapes or (when known, i.e. not under ``jit``/``vmap``) negative or non-finite values.

@@ -61,6 +61,7 @@ step is corrected in the next); ``"rk4"`` uses the continuous Baumgarte gains of
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import equinox as eqx
@@ -74,6 +75,7 @@ from sodyn.configuration import chart_rate, integrate
 from sodyn.constraints import LoopClosures
 from sodyn.model import Model
 from sodyn.model_data import Actuators
+from sodyn.runtime.batching import chunked_when_vmapped
 from sodyn.simulate.actuation import actuator_forces, control_size
 from sodyn.simulate.checks import (
     StateWatch,
@@ -228,7 +230,7 @@ def _implicit_step(model, forces, state, control, f_ext, dt):
     if contact is None:
         a = solve(f)
     else:
-        a = coupled_solve(model, forces.contact, contact.coupling, q, f, dt, solve)
+        a = coupled_solve(shifted, forces.contact, contact.coupling, q, f, added, solve)
     recorded = closed[0] if closed else recorded
     v_next = v + dt * a
     return State(integrate(model, q, v_next, dt), v_next, state.t + dt), recorded
@@ -281,8 +283,12 @@ def advance(model: Model, forces: Forces, state: State, control, f_ext, dt, inte
     quantities (:data:`~sodyn.algorithms.articulated.FACTORS`), and recomputes kinematics and
     force laws there.  A scan of steps (:func:`~sodyn.simulate.rollout`, or a ``lax.scan`` of
     :func:`step`) then stores a few arrays per step rather than each of a step's many small
-    intermediates, which costs more time to write and read than recomputing them."""
-    return _rematerialised_advance(model, forces, state, control, f_ext, dt, integrator, substeps)
+    intermediates, which costs more time to write and read than recomputing them.
+
+    A large ``jax.vmap`` of it on the CPU runs in cache-sized chunks
+    (:func:`~sodyn.runtime.batching.chunked_when_vmapped`): a step's per-slot contact terms and
+    per-level recursions, over a whole batch of thousands, leave the caches."""
+    return _chunked_advance(integrator, substeps)(model, forces, state, control, f_ext, dt)
 
 
 def _advance(model: Model, forces: Forces, state: State, control, f_ext, dt, integrator: str,
@@ -309,6 +315,16 @@ def _advance(model: Model, forces: Forces, state: State, control, f_ext, dt, int
 
 _rematerialised_advance = jax.checkpoint(_advance, static_argnums=(6, 7), prevent_cse=False,
                                          policy=jax.checkpoint_policies.save_only_these_names(FACTORS))
+
+
+@functools.cache
+def _chunked_advance(integrator: str, substeps: int):
+    """:func:`advance` for one static ``(integrator, substeps)``, chunked under a large CPU ``vmap``."""
+
+    def advance_with(model, forces, state, control, f_ext, dt):
+        return _rematerialised_advance(model, forces, state, control, f_ext, dt, integrator, substeps)
+
+    return chunked_when_vmapped(advance_with)
 
 
 def check_step_options(integrator: str, substeps) -> None:
