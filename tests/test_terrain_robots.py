@@ -64,9 +64,9 @@ def test_a_quadruped_stands_on_stairs_made_from_a_height_field():
     height and at rest, no foot goes more than 2 mm into the stairs, the other hulls stay clear
     of them, and the stairs carry the weight (total normal force = m g within 1 %).
 
-    Only the feet are paired with the stairs: one window of cells serves every geom paired with a
-    height field, sized for the largest (the base hull's 0.36 m bounding radius would make it
-    2 × 32 × 37 prisms per geom and step, against 2 × 4 × 4 for a foot)."""
+    Only the feet are paired with the stairs, and the other hulls are checked to stay clear of
+    them (the base hull's 0.36 m bounding radius reads a window of 2 × 32 × 37 prisms per step,
+    a foot's 2 × 4 × 4)."""
     model, pairs, stairs = _stairs_robot()
     contact = ContactModel.from_model(model, pairs=pairs)
     stand = np.asarray(model.keyframes.q[model.keyframes.names.index("standing")])

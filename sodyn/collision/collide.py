@@ -57,7 +57,8 @@ class ContactSlots(eqx.Module):
 
     ``pair``, ``geom1``, ``geom2``, ``body1``, ``body2``: per slot, ``(nc,)`` integer tuples;
     ``groups``: per pair type, ``(type1, type2, pair indices, slots per pair, field)`` in slot
-    order; ``field`` is ``None``, or for a height field's pairs (one group per height field)
+    order; ``field`` is ``None``, or for a height field's pairs (one group per height field and window size,
+    so a small geom reads a small window)
     ``(k, grid)``: its index in ``Geoms.hfield`` and the :class:`~sodyn.collision.heightfield.Grid`
     sized for the group's geoms."""
 
@@ -70,6 +71,22 @@ class ContactSlots(eqx.Module):
 
     def __len__(self) -> int:
         return len(self.pair)
+
+
+def _detection(model: Model, a, b):
+    """The detection distances (margin + gap) of the geom pairs ``(a, b)``, used where concrete."""
+    g = model.geoms
+    return (g.margin + g.gap)[a] + (g.margin + g.gap)[b]
+
+
+def _window(model: Model, a: int, b: int) -> tuple[int, int, int]:
+    """The group key of a height-field pair: the field's index and the ``rows × cols`` window of
+    cells the geom ``b`` alone needs (:func:`~sodyn.collision.heightfield.model_grid`), so each
+    group's window is sized for its own geoms (a foot's, not the trunk's)."""
+    from sodyn.collision.heightfield import model_grid
+
+    grid = model_grid(model, a, [b], _detection(model, np.asarray([a]), np.asarray([b])))
+    return (int(model.geoms.hfield_id[a]), grid.rows, grid.cols)
 
 
 def contact_slots(model: Model, geom1, geom2) -> ContactSlots:
@@ -85,7 +102,7 @@ def contact_slots(model: Model, geom1, geom2) -> ContactSlots:
         if key not in slots:
             raise ValueError(f"collision: no narrow phase for the pair {g.names[a]!r} ({key[0]}) – "
                              f"{g.names[b]!r} ({key[1]}); pairs are ordered {' < '.join(GEOM_TYPES)}")
-        by_type.setdefault(key + ((g.hfield_id[a],) if key[0] == "hfield" else ()), []).append(p)
+        by_type.setdefault(key + (_window(model, a, b) if key[0] == "hfield" else ()), []).append(p)
     pair, groups = [], []
     for key in sorted(by_type, key=lambda k: (_TYPE_ORDER[k[0]], _TYPE_ORDER[k[1]], k[2:])):
         members, n = by_type[key], slots[key[:2]]
@@ -94,8 +111,7 @@ def contact_slots(model: Model, geom1, geom2) -> ContactSlots:
             from sodyn.collision.heightfield import model_grid
 
             a, b = geom1[members], geom2[members]
-            detection = (g.margin + g.gap)[a] + (g.margin + g.gap)[b]   # used where concrete
-            field = (key[2], model_grid(model, a[0], b, detection))
+            field = (key[2], model_grid(model, a[0], b, _detection(model, a, b)))
         groups.append((key[0], key[1], tuple(members), n, field))
         pair += [p for p in members for _ in range(n)]
     pair = np.asarray(pair, np.int64)
