@@ -179,10 +179,11 @@ class Mjx:
         return f
 
 
-#: MJX's compile options: XLA:CPU's XNNPACK runtime off.  With it on (jaxlib 0.10.2, 2 cores),
-#: ``jax.jit(jax.vmap(mjx.step))`` at B ≥ 128 stops returning within a few calls (the caller
-#: waits on the executable, every pool thread idle); off, it runs.  sodyn's calls keep XLA's defaults.
-MJX_OPTIONS = supported_options({"xla_cpu_use_xnnpack": False})
+def mjx_options() -> dict:
+    """MJX's compile options: XLA:CPU's XNNPACK runtime off.  With it on (jaxlib 0.10.2, 2 cores),
+    ``jax.jit(jax.vmap(mjx.step))`` at B ≥ 128 stops returning within a few calls (the caller
+    waits on the executable, every pool thread idle).  sodyn's calls keep XLA's defaults."""
+    return supported_options({"xla_cpu_use_xnnpack": False})
 
 
 def _compile(name, fn, *a, options=None):
@@ -226,7 +227,7 @@ def part_step(args) -> str:
             why = _failed(e)
         for k, f in fns.items():
             try:
-                c, comp[k] = _compile(f"{name} {k}", f, q, v, options=MJX_OPTIONS if k.startswith("mjx") else None)
+                c, comp[k] = _compile(f"{name} {k}", f, q, v, options=mjx_options() if k.startswith("mjx") else None)
             except Exception as e:  # an MJX limit found when tracing: report it, go on
                 if not k.startswith("mjx"):
                     raise
@@ -272,9 +273,9 @@ def part_step(args) -> str:
              "core-µs = process CPU time per sample (counts XLA's intra-op threads; steadier than wall time on a "
              "shared machine). Pairs: candidate geom pairs; slots / `ncon`: contacts computed per step; active: mean "
              "slots or contacts within the margin at the inputs. Target: sodyn / MJX ≤ 0.5 per core-µs."
-             + (f" MJX compiled with `{MJX_OPTIONS}`: with XLA's XNNPACK runtime on, `jax.jit(jax.vmap(mjx.step))` "
+             + (f" MJX compiled with `{mjx_options()}`: with XLA's XNNPACK runtime on, `jax.jit(jax.vmap(mjx.step))` "
                 "stops returning within a few calls at B ≥ 128 on jaxlib 0.10.2 on this 2-core machine "
-                "(bench/README.md); sodyn's calls use XLA's defaults." if MJX_OPTIONS else "") + "\n",
+                "(bench/README.md); sodyn's calls use XLA's defaults." if mjx_options() else "") + "\n",
              "| model | geoms (types) | sodyn pairs / slots | sodyn active | MJX pairs / `ncon` | MJX active | "
              "sodyn µs | MJX µs | ratio wall | sodyn core-µs | MJX core-µs | ratio core-µs | compile sodyn / MJX s | "
              "compile ratio |", "|" + "---|" * 14, *rows, *([""] + notes if notes else []), "",
