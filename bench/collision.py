@@ -180,9 +180,10 @@ class Mjx:
 
 
 def mjx_options() -> dict:
-    """MJX's compile options: XLA:CPU's XNNPACK runtime off.  With it on (jaxlib 0.10.2, 2 cores),
+    """MJX's compile options: XLA:CPU's XNNPACK runtime off.  On jaxlib 0.10.2 with 2 cores,
     ``jax.jit(jax.vmap(mjx.step))`` at B ≥ 128 stops returning within a few calls (the caller
-    waits on the executable, every pool thread idle).  sodyn's calls keep XLA's defaults."""
+    waits on the executable, every pool thread idle); with XNNPACK off a B = 1024 run returned,
+    B = 4096 still hangs (bench/README.md).  sodyn's calls keep XLA's defaults."""
     return supported_options({"xla_cpu_use_xnnpack": False})
 
 
@@ -273,9 +274,9 @@ def part_step(args) -> str:
              "core-µs = process CPU time per sample (counts XLA's intra-op threads; steadier than wall time on a "
              "shared machine). Pairs: candidate geom pairs; slots / `ncon`: contacts computed per step; active: mean "
              "slots or contacts within the margin at the inputs. Target: sodyn / MJX ≤ 0.5 per core-µs."
-             + (f" MJX compiled with `{mjx_options()}`: with XLA's XNNPACK runtime on, `jax.jit(jax.vmap(mjx.step))` "
-                "stops returning within a few calls at B ≥ 128 on jaxlib 0.10.2 on this 2-core machine "
-                "(bench/README.md); sodyn's calls use XLA's defaults." if mjx_options() else "") + "\n",
+             + (f" MJX compiled with `{mjx_options()}` (on jaxlib 0.10.2 on this 2-core machine "
+                "`jax.jit(jax.vmap(mjx.step))` stops returning within a few calls at B ≥ 128: bench/README.md); "
+                "sodyn's calls use XLA's defaults." if mjx_options() else "") + "\n",
              "| model | geoms (types) | sodyn pairs / slots | sodyn active | MJX pairs / `ncon` | MJX active | "
              "sodyn µs | MJX µs | ratio wall | sodyn core-µs | MJX core-µs | ratio core-µs | compile sodyn / MJX s | "
              "compile ratio |", "|" + "---|" * 14, *rows, *([""] + notes if notes else []), "",

@@ -111,9 +111,11 @@ def coupled_solve(model: Model, contact: CompliantContact, coupling: SlotCouplin
     def twists(x):                              # V_k(x), slot layout (1, W, 6)
         return velocities_levels(levels, topo, dofs_to_levels(topo, x, 0.0))[0]
 
-    def m_inner(vx, x, vy, y):                  # xᵀ 𝓜_s y
-        forces = spatial.apply_inertia(*inertia, vy) + spatial.mv(added_l, vy)
-        return jnp.sum(vx * forces) + jnp.sum(diagonal * x * y)
+    def m_times(vy, y):                         # 𝓜_s y: the bodies' forces (M_k + B_k) V_k(y) and d ⊙ y
+        return spatial.apply_inertia(*inertia, vy) + spatial.mv(added_l, vy), diagonal * y
+
+    def pairing(vx, x, my):                     # xᵀ (𝓜_s y)
+        return jnp.sum(vx * my[0]) + jnp.sum(x * my[1])
 
     def cross(vx):                              # the cross wrenches F(x), Jᵀ F = N x, body order
         return coupling_wrench(model, contact, coupling, from_levels(topo, vx))
@@ -128,16 +130,16 @@ def coupled_solve(model: Model, contact: CompliantContact, coupling: SlotCouplin
     vz = twists(z)
     p, vp = z, vz
     for k in range(passes):
-        wp = cross(vp)
-        pap = m_inner(vp, p, vp, p) - n_inner(vp, wp) + eps2
-        alpha = m_inner(vz, z, vp, p) / pap
+        wp, mp = cross(vp), m_times(vp, p)
+        pap = pairing(vp, p, mp) - n_inner(vp, wp) + eps2
+        alpha = pairing(vz, z, mp) / pap
         a = a + alpha * p
         if k + 1 == passes:
             break
         y = compliance(wp)
         vy = twists(y)
         z, vz = z - alpha * (p - y), vz - alpha * (vp - vy)
-        beta = (m_inner(vz, z, vp, p) - n_inner(vz, wp)) / pap
+        beta = (pairing(vz, z, mp) - n_inner(vz, wp)) / pap
         p, vp = z - beta * p, vz - beta * vp
     return a
 
