@@ -1,7 +1,8 @@
 """The ``sodyn`` command line (also ``python -m sodyn``).
 
 ``sodyn simulate [MODEL]`` runs a batched Monte Carlo simulation (:func:`sodyn.monte_carlo`) of a
-built-in model or a URDF/MJCF file and prints a summary; ``sodyn info [MODEL]`` describes a model.
+built-in model or a URDF/MJCF file and prints a summary; ``sodyn info [MODEL]`` describes a model;
+``sodyn view MODEL`` shows it with its meshes (:mod:`sodyn.cli_view`).
 
 Every bad argument or file gets one line on stderr and exit status 2, checked before any
 simulation starts (an existing ``--out``, ``--plot`` or ``--gif`` file is one, unless ``--force``);
@@ -351,11 +352,15 @@ def _plot(args, model, result, contact, path: str) -> None:
         ax.set_ylabel(label)
         ax.set_title(f"{label.split(' [')[0]} over {s.count} finite samples")
         ax.legend(loc="best", fontsize="small")
-    ax = fig.add_subplot(1, len(bands) + 1, len(bands) + 1, projection="3d")
-    q = np.asarray(result.final.q[0])
-    if np.all(np.isfinite(q)):
-        viewer.draw_pose(model, q, ax, contact=contact, ground=contact is not None or _floating(model),
-                         title=f"sample 0 at t = {args.dt * args.steps:g} s")
+    from sodyn import cli_view
+
+    ground = contact is not None or _floating(model)
+    if not cli_view.simulate_panel(fig, (1, len(bands) + 1, len(bands) + 1), args, model, result, ground):
+        ax = fig.add_subplot(1, len(bands) + 1, len(bands) + 1, projection="3d")
+        q = np.asarray(result.final.q[0])
+        if np.all(np.isfinite(q)):
+            viewer.draw_pose(model, q, ax, contact=contact, ground=ground,
+                             title=f"sample 0 at t = {args.dt * args.steps:g} s")
     fig.tight_layout()
     fig.savefig(path)
 
@@ -376,16 +381,19 @@ def _gif(args, model, result, dist, sampler, kwargs, contact, path: str) -> None
         state = sampler(sk, sample["model"])
         rest = {k: v for k, v in kwargs.items() if k != "contact"}
         ro = sd.rollout(sample["model"], state, None, args.dt, args.steps, contact=sample.get("contact"), **rest)
-        return state.q, ro.states.q, sample.get("contact")
+        return state.q, ro.states.q, sample.get("contact"), ro.contact_force
 
-    q0, qs, sample_contact = sample_zero(result.param_keys[0], result.state_keys[0])
+    q0, qs, sample_contact, force = sample_zero(result.param_keys[0], result.state_keys[0])
     qs = np.concatenate([np.asarray(q0)[None], np.asarray(qs)])
     finite = np.all(np.isfinite(qs), axis=1)
     qs = qs[: int(np.argmin(finite)) if not np.all(finite) else len(qs)]
     if len(qs) == 0:
         raise CliError("--gif: sample 0 is not finite at the start")
-    viewer.animate(model, qs, path, dt=args.dt, contact=sample_contact,
-                   ground=contact is not None or _floating(model), title=model.name)
+    from sodyn import cli_view
+
+    ground = contact is not None or _floating(model)
+    if not cli_view.simulate_animation(args, model, qs, sample_contact, force, ground, path):
+        viewer.animate(model, qs, path, dt=args.dt, contact=sample_contact, ground=ground, title=model.name)
 
 
 # ---------------------------------------------------------------------------
@@ -438,7 +446,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="sodyn", description="sodyn simulate [MODEL]: a batched Monte Carlo simulation of a "
                                                "built-in model or a URDF/MJCF file, with a summary; sodyn info "
                                                "[MODEL]: a model's bodies, joints, frames and q/v layout.")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{simulate,info}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{simulate,info,view}")
     model_help = f"a built-in model ({', '.join(BUILTINS)}), a .urdf file or an MJCF .xml file"
 
     sim = sub.add_parser("simulate", help="batched Monte Carlo simulation with a summary",
@@ -485,6 +493,9 @@ def build_parser() -> argparse.ArgumentParser:
                           description="Describe a model: bodies, joints, frames, masses and the q/v layout.")
     info.add_argument("model", nargs="?", default=DEFAULT_MODEL, metavar="MODEL", help=model_help)
     info.add_argument("--floating-base", action="store_true", help="URDF: add a free joint at the root")
+    from sodyn import cli_view
+
+    cli_view.add_parser(sub, model_help)
     return parser
 
 
@@ -516,7 +527,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(e.code or 0)
     prog = f"sodyn {args.command}"
     try:
-        status = _simulate(args) if args.command == "simulate" else _info(args)
+        from sodyn import cli_view
+
+        status = {"simulate": _simulate, "info": _info, "view": cli_view.run}[args.command](args)
         sys.stdout.flush()
         return status
     except CliError as e:

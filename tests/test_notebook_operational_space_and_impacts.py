@@ -12,5 +12,5 @@ def test_operational_space_and_impacts_notebook_runs(tmp_path):
     assert stored_outputs(NAME) == 0, "notebooks are stored with outputs stripped"
     gif = tmp_path / "osc.gif"
     nb = run_notebook(NAME, GIF_FRAMES=6, GIF_PATH=str(gif))
-    assert images(nb) >= 4    # tracking, impact, bounces, pose
+    assert images(nb) >= 4    # tracking, impact, bounces, the Panda's meshes at home
     assert gif.stat().st_size > 0

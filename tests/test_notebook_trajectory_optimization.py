@@ -11,5 +11,5 @@ def test_trajectory_optimization_notebook_runs(tmp_path):
     assert stored_outputs(NAME) == 0, "notebooks are stored with outputs stripped"
     gif = tmp_path / "swing_up.gif"
     nb = run_notebook(NAME, CART_ITERS=50, PANDA_ITERS=80, GIF_FRAMES=12, GIF_PATH=str(gif))
-    assert images(nb) >= 3  # swing-up plots, reach plots, draw_pose figure
+    assert images(nb) >= 3  # swing-up plots, reach plots, the Panda's meshes at the start and the end
     assert gif.stat().st_size > 0

@@ -1,5 +1,5 @@
-"""A stick-figure viewer that needs neither a GPU nor a display: matplotlib figures drawn by
-the Agg canvas (PNG files, GIF animations).
+"""Stick figures, the fast fallback that needs no geometry: matplotlib 3D axes drawn by the Agg
+canvas (PNG files, GIF animations).
 
 * :func:`draw_pose` draws one configuration: a segment from each body's parent origin to its
   origin (from the world origin for a mounted root), a segment from each body's origin to every
