@@ -173,6 +173,29 @@ def test_contact_force_arrows_are_drawn():
     assert red.sum() > 200 and ((plain[..., 0] > 180) & (plain[..., 1] < 80)).sum() == 0
 
 
+BOX_ON_FLOOR = """<mujoco><worldbody><geom name="floor" type="plane" size="0 0 1"/>
+  <body name="box" pos="0.1 0.2 0.05" euler="0 0 30"><freejoint/><geom type="box" size="0.05 0.05 0.05"/></body>
+  </worldbody></mujoco>"""
+
+
+def test_contact_model_arrows_start_at_the_slots_contact_points():
+    """For a geom-pair ``ContactModel`` the arrows start at each slot's contact point, those of
+    ``sd.collide`` for the same pairs, and carry the rollout's forces unchanged."""
+    import jax
+    import jax.numpy as jnp
+
+    from sodyn.simulate import ContactModel
+
+    model = sd.load_mjcf(BOX_ON_FLOOR)
+    contact = ContactModel.from_model(model)
+    qs = jnp.stack([jnp.asarray(model.q_neutral).at[2].add(dz) for dz in (0.0, -1e-3, 0.02)])
+    forces = np.random.default_rng(0).normal(size=(3, len(contact), 3))
+    points, arrows = viewer.contact_arrows(model, contact, qs, forces)
+    want = np.asarray(jax.vmap(lambda q: sd.collide(model, q).position)(qs))
+    np.testing.assert_allclose(points, want, atol=1e-12)
+    np.testing.assert_array_equal(arrows, forces)
+
+
 def test_gif_and_mp4_written_atomically(tmp_path, monkeypatch):
     """A GIF and an MP4 of a short trajectory, at least 640 px; an existing file survives a write
     that fails half way, and no temporary is left behind."""

@@ -125,8 +125,24 @@ def on_ground(model_or_scene, q, *, visuals=None, height: float = 0.0) -> np.nda
 
 def contact_arrows(model: Model, contact, qs, contact_force) -> tuple[np.ndarray, np.ndarray]:
     """Arrows for :func:`render` / :func:`~sodyn.viewer.save_animation` from the contact
-    forces ``contact_force (T, nc, 3)`` of a :class:`~sodyn.simulate.GroundContact` rollout at
-    configurations ``qs (T, nq)``: the points ``p − r n`` (sphere bottoms) and the forces."""
+    forces ``contact_force (T, nc, 3)`` of a rollout at configurations ``qs (T, nq)``: for a
+    :class:`~sodyn.simulate.GroundContact` the points ``p − r n`` (sphere bottoms), for a
+    :class:`~sodyn.simulate.ContactModel` each slot's contact point (midway between the two
+    surfaces), and the forces (on body 2 of each slot)."""
+    from sodyn.simulate import ContactModel
+
+    if isinstance(contact, ContactModel):
+        import jax
+        import jax.numpy as jnp
+
+        from sodyn.simulate.contact import body_frames
+
+        def points(q):
+            rot, origin, _ = body_frames(model, q, jnp.zeros(model.nv, q.dtype))
+            return contact.contacts(model, rot, origin).position
+
+        q = jnp.asarray(np.asarray(qs), model.mass.dtype)
+        return np.asarray(jax.jit(jax.vmap(points))(q), np.float64), np.asarray(contact_force, np.float64)
     qs = np.asarray(qs, np.float64)
     r, p = body_poses(model, qs)
     body = np.asarray(contact.body)
