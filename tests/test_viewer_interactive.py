@@ -118,5 +118,5 @@ def test_headless_browser_screenshot_shows_the_robot(solo, tmp_path):
     image = np.asarray(Image.open(shot).convert("RGB"), np.int16)
     centre = image[200:560, 250:650]
     grey = (np.abs(centre - centre.mean(axis=-1, keepdims=True)).max(axis=-1) < 12) & (centre.mean(axis=-1) < 225)
-    assert grey.mean() > 0.08, grey.mean()  # the robot's grey shell (the grid alone: about 0.025)
+    assert grey.mean() > 0.05, grey.mean()  # the robot's grey shell, 0.07–0.1 (the grid alone: about 0.025)
     del model
