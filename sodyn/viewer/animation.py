@@ -27,7 +27,7 @@ from sodyn.viewer.camera import Camera, fit
 from sodyn.viewer.geometry import DEFAULT_MAX_TRIANGLES, body_poses
 from sodyn.viewer.images import _frame, _size, arrow_scale, check_configurations, corner_points, ground_plane, scene_for
 from sodyn.viewer.raster import Canvas, Style
-from sodyn.viewer.sticks import frame_indices
+from sodyn.viewer.sticks import animation_frames
 
 #: Most frames :func:`save_animation` draws by default.
 MESH_MAX_FRAMES = 200
@@ -51,15 +51,7 @@ def render_frames(model_or_scene, qs, *, visuals=None, dt: float | None = None, 
     scene = scene_for(model_or_scene, visuals, max_triangles=max_triangles)
     camera, style = camera or Camera(), style or Style(edges=False)
     qs = check_configurations(scene.model, qs, "qs", 2)
-    if not fps > 0:
-        raise ValueError(f"fps must be positive, got {fps!r}")
-    if dt is not None and not dt > 0:
-        raise ValueError(f"dt must be positive or None, got {dt!r}")
-    if realtime and dt is None:
-        raise ValueError("realtime=True needs the step dt")
-    if not (isinstance(max_frames, int) and max_frames >= 1):
-        raise ValueError(f"max_frames must be a positive integer, got {max_frames!r}")
-    idx = frame_indices(len(qs), max_frames=max_frames, fps=fps, dt=dt if realtime else None)
+    idx = animation_frames(len(qs), fps=fps, dt=dt, realtime=realtime, max_frames=max_frames)
     body_r, body_p = body_poses(scene.model, qs[idx])
     pts = corner_points(scene, body_r, body_p)
     view = fit(camera, pts, _size(size))

@@ -196,6 +196,21 @@ def frame_indices(n: int, *, max_frames: int, fps: float = 30.0, dt: float | Non
     return idx if idx[-1] == n - 1 else np.append(idx, n - 1)
 
 
+def animation_frames(n: int, *, fps, dt, realtime: bool, max_frames) -> np.ndarray:
+    """The rows of an ``n``-row trajectory an animation shows (:func:`frame_indices`, in real
+    time only with ``realtime``), after checking the options.  **Raises** ``ValueError`` for a
+    non-positive ``fps``, ``dt`` or ``max_frames``, or ``realtime`` without ``dt``."""
+    if not fps > 0:
+        raise ValueError(f"fps must be positive, got {fps!r}")
+    if dt is not None and not dt > 0:
+        raise ValueError(f"dt must be positive or None, got {dt!r}")
+    if realtime and dt is None:
+        raise ValueError("realtime=True needs the step dt")
+    if not (isinstance(max_frames, int) and max_frames >= 1):
+        raise ValueError(f"max_frames must be a positive integer, got {max_frames!r}")
+    return frame_indices(n, max_frames=max_frames, fps=fps, dt=dt if realtime else None)
+
+
 def animate(model: Model, qs, path: str, *, fps: int = 30, dt: float | None = None, realtime: bool = False,
             contact=None, frames: bool = True, ground: bool = True, max_frames: int = MAX_FRAMES,
             figsize: Sequence[float] = (3.6, 3.6), dpi: int = 72, title: str | None = None) -> str:
@@ -212,16 +227,8 @@ def animate(model: Model, qs, path: str, *, fps: int = 30, dt: float | None = No
     non-positive ``fps``, ``dt`` or ``max_frames``, or ``realtime`` without ``dt``.
     """
     qs = _check_qs(model, qs, "qs")
-    if not fps > 0:
-        raise ValueError(f"fps must be positive, got {fps!r}")
-    if dt is not None and not dt > 0:
-        raise ValueError(f"dt must be positive or None, got {dt!r}")
-    if realtime and dt is None:
-        raise ValueError("realtime=True needs the step dt")
-    if not (isinstance(max_frames, int) and max_frames >= 1):
-        raise ValueError(f"max_frames must be a positive integer, got {max_frames!r}")
+    idx = animation_frames(qs.shape[0], fps=fps, dt=dt, realtime=realtime, max_frames=max_frames)
     _, _, PillowWriter = _mpl()
-    idx = frame_indices(qs.shape[0], max_frames=max_frames, fps=fps, dt=dt if realtime else None)
     body_r, body_p, frame_p = _poses(model, qs[idx])
     plane = _plane(contact)
     points = [body_p.reshape(-1, 3), frame_p.reshape(-1, 3), np.zeros((1, 3))]
@@ -241,4 +248,4 @@ def animate(model: Model, qs, path: str, *, fps: int = 30, dt: float | None = No
     return path
 
 
-__all__ = ["MAX_FRAMES", "animate", "draw_pose", "frame_indices", "new_axes"]
+__all__ = ["MAX_FRAMES", "animate", "animation_frames", "draw_pose", "frame_indices", "new_axes"]
