@@ -101,6 +101,24 @@ def _shape(doc: _xml.Document, el) -> tuple[str, np.ndarray]:
     raise doc.error(el, f"unknown collision geometry <{el.tag}>; expected box, sphere, cylinder, capsule or mesh")
 
 
+def single_shape(doc: _xml.Document, el, link: str):
+    """The one shape element of a link's ``<collision>`` or ``<visual>`` ``el``; an error naming
+    the link and the line otherwise."""
+    geometry = el.find("geometry")
+    shapes = [] if geometry is None else list(geometry)
+    if len(shapes) != 1:
+        raise doc.error(el, f"link {link!r}: <{el.tag}> needs a <geometry> with exactly one shape")
+    return shapes[0]
+
+
+def origin_pose(doc: _xml.Document, el) -> tuple[np.ndarray, np.ndarray]:
+    """``(rpy, xyz)`` of the ``<origin>`` of ``el`` (zeros when it has none)."""
+    origin = el.find("origin")
+    if origin is None:
+        return np.zeros(3), np.zeros(3)
+    return doc.floats(origin, "rpy", 3, (0.0, 0.0, 0.0)), doc.floats(origin, "xyz", 3, (0.0, 0.0, 0.0))
+
+
 def parse_collisions(doc: _xml.Document, robot, mesh_options: MeshOptions | None = None
                      ) -> tuple[list[CollisionGeom], list[str]]:
     """The ``<collision>`` shapes of every link, and the links with a mesh shape left out
@@ -111,24 +129,17 @@ def parse_collisions(doc: _xml.Document, robot, mesh_options: MeshOptions | None
     for link in robot.findall("link"):
         lname = link.get("name")
         for i, col in enumerate(link.findall("collision")):
-            geometry = col.find("geometry")
-            shapes = [] if geometry is None else list(geometry)
-            if len(shapes) != 1:
-                raise doc.error(col, f"link {lname!r}: <collision> needs a <geometry> with exactly one shape")
+            shape = single_shape(doc, col, lname)
             hull = None
-            if shapes[0].tag == "mesh" and mesh_options is None:
+            if shape.tag == "mesh" and mesh_options is None:
                 if lname not in skipped:
                     skipped.append(lname)
                 continue
-            if shapes[0].tag == "mesh":
-                kind, size, hull = "mesh", None, _mesh(doc, shapes[0], mesh_options)
+            if shape.tag == "mesh":
+                kind, size, hull = "mesh", None, _mesh(doc, shape, mesh_options)
             else:
-                kind, size = _shape(doc, shapes[0])
-            origin = col.find("origin")
-            xyz, rpy = np.zeros(3), np.zeros(3)
-            if origin is not None:
-                xyz = doc.floats(origin, "xyz", 3, (0.0, 0.0, 0.0))
-                rpy = doc.floats(origin, "rpy", 3, (0.0, 0.0, 0.0))
+                kind, size = _shape(doc, shape)
+            rpy, xyz = origin_pose(doc, col)
             name = col.get("name")
             name = name if name and name not in used else f"{lname}:{i}"
             used.add(name)

@@ -39,6 +39,7 @@ import pathlib
 import numpy as np
 
 from sodyn.io import _xml, meshes
+from sodyn.io.urdf_collision import origin_pose, single_shape
 from sodyn.rotations import quat_to_matrix, rpy_to_matrix
 
 #: Colour of a visual that names none (RGBA in [0, 1]).
@@ -134,16 +135,8 @@ def urdf_visuals(path_or_xml, package_dirs=None) -> tuple[Visual, ...]:
     for link in robot.findall("link"):
         lname = link.get("name")
         for i, vis in enumerate(link.findall("visual")):
-            geometry = vis.find("geometry")
-            shapes = [] if geometry is None else list(geometry)
-            if len(shapes) != 1:
-                raise doc.error(vis, f"link {lname!r}: <visual> needs a <geometry> with exactly one shape")
-            shape = shapes[0]
-            origin = vis.find("origin")
-            xyz = rpy = np.zeros(3)
-            if origin is not None:
-                xyz = doc.floats(origin, "xyz", 3, (0.0, 0.0, 0.0))
-                rpy = doc.floats(origin, "rpy", 3, (0.0, 0.0, 0.0))
+            shape = single_shape(doc, vis, lname)
+            rpy, xyz = origin_pose(doc, vis)
             material = vis.find("material")
             rgba = _rgba(doc, material)
             if rgba is None and material is not None:
