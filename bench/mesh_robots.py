@@ -39,6 +39,7 @@ from models import _strip_urdf  # noqa: E402
 from simulation import _us, _versions, compile_timed, interleaved  # noqa: E402
 
 import sodyn as sd  # noqa: E402
+from sodyn.io.meshes import DEFAULT_MAX_HULL_VERTICES  # noqa: E402
 from sodyn.runtime.xla import supported_options  # noqa: E402
 from sodyn.simulate import State  # noqa: E402
 
@@ -290,8 +291,9 @@ def caps_table(args) -> list[str]:
     print({k: (_us(w, b), _us(c, b)) for k, (w, c) in t.items()}, flush=True)
     rows = [f"| {'none (full hull)' if cap is None else cap} | {info[cap][0]} | {info[cap][1]} | {info[cap][2]} | "
             f"{_us(t[cap][0], b)} | {_us(t[cap][1], b)} | {comp[cap]:.1f} |" for cap in args.caps]
-    return [f"sodyn's step against the hull vertex cap (`max_hull_vertices`; the loader's default is `None`, the "
-            f"full hull), float32, B={b}, same states recipe and rounds; MJX timed at cap {args.cap} only.\n",
+    return [f"sodyn's step against the hull vertex cap (`max_hull_vertices`; the loader's default is "
+            f"{DEFAULT_MAX_HULL_VERTICES}, `None` the full hull), float32, B={b}, same states recipe and rounds; MJX "
+            f"timed at cap {args.cap} only.\n",
             "| cap | most vertices in a hull | vertices, all hulls | padded V | µs | core-µs | compile s |",
             "|" + "---|" * 7, *rows, ""]
 

@@ -31,7 +31,7 @@ from sodyn.collision.hull_contacts import SLOTS as HULL_SLOTS
 from sodyn.collision.hull_curved import CURVED_PAIRS
 from sodyn.collision.hull_curved import SLOTS as CURVED_SLOTS
 from sodyn.collision.hull_topology import hull_topology
-from sodyn.collision.types import GeomFrame, Hull, MeshFrame
+from sodyn.collision.types import FAR, GeomFrame, Hull, MeshFrame
 from sodyn.io.meshes import convex_hull
 from sodyn.rotations import quat_to_matrix
 
@@ -244,7 +244,7 @@ def _angle(a: np.ndarray, b: np.ndarray) -> float:
 
 def test_table():
     assert set(PAIRS) == {(t, "mesh") for t in ("plane", "sphere", "capsule", "ellipsoid", "cylinder", "box", "mesh")}
-    assert {**HULL_SLOTS, **CURVED_SLOTS} == {("plane", "mesh"): 4, ("sphere", "mesh"): 1, ("capsule", "mesh"): 2,
+    assert {**HULL_SLOTS, **CURVED_SLOTS} == {("plane", "mesh"): 8, ("sphere", "mesh"): 1, ("capsule", "mesh"): 2,
                                               ("box", "mesh"): 4, ("mesh", "mesh"): 4, ("ellipsoid", "mesh"): 1,
                                               ("cylinder", "mesh"): 1}
 
@@ -364,11 +364,14 @@ def _resting(pair, top: float):
 @pytest.mark.parametrize("t1", ["plane", "box", "mesh"])
 def test_resting_box_mesh_has_four_points(t1):
     """A box mesh resting face-down on a plane, a box or a box mesh: four distinct points at equal
-    depth (slightly penetrating and exactly touching), the normal along the resting face's."""
+    depth (slightly penetrating and exactly touching), the normal along the resting face's (the
+    plane's extreme slots repeat the four deepest vertices and are unused)."""
     top = {"plane": 0.0, "box": SIZE["box"][2], "mesh": _hulls()["box"]["vertices"][:, 2].max()}[t1]
     for depth in (0.0, 1e-3):
         c = _resting((t1, "mesh"), top - depth)
-        d, pos, n = (np.asarray(x) for x in c)
+        used = np.asarray(c.distance) < FAR
+        assert used.sum() == 4, c.distance
+        d, pos, n = (np.asarray(x)[used] for x in c)
         assert np.all(np.abs(d + depth) < 1e-12), d
         assert np.allclose(n, [0, 0, 1])
         spread = np.linalg.norm(pos[:, None, :2] - pos[None, :, :2], axis=-1)

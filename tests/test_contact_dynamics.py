@@ -182,3 +182,38 @@ def test_a_sphere_comes_to_rest_on_an_mjcf_floor():
     height = float(traj.states.q[-1, 2])
     assert height == pytest.approx(-0.2 + 0.1, abs=2e-3)  # resting on the plane, sunk ≤ 2 mm
     assert abs(float(traj.states.v[-1, 5])) < 1e-3
+
+
+def test_the_recorded_contact_force_is_the_force_the_implicit_step_applied():
+    """A 1 kg box falling flat onto the ground at 1 m/s, sliding sideways, frictionless (so it
+    never turns): at every step, impact included, its momentum balance ``m (v⁺ − v)/dt = m g +
+    Σ f`` holds with the slots' recorded forces ``f`` (the law linearized at the end of the step,
+    not its value at the start), and once at rest the normal forces sum to ``m g``."""
+    from sodyn.simulate import ContactModel, step_and_forces
+
+    model = sd.load_mjcf("""
+    <mujoco model="box drop">
+      <worldbody>
+        <geom name="floor" type="plane" size="0 0 1"/>
+        <body name="box" pos="0 0 0.105">
+          <freejoint name="root"/>
+          <geom name="box" type="box" size="0.1 0.1 0.1" mass="1"/>
+        </body>
+      </worldbody>
+    </mujoco>""")
+    contact = ContactModel.from_model(model, friction=0.0)
+    dt, gravity = 1e-3, np.asarray(model.gravity)
+
+    def body(state, _):
+        new, forces = step_and_forces(model, state, None, dt, contact=contact)
+        return new, (state.q, state.v, new.v, forces.contact)
+
+    v0 = jnp.array([0.0, 0.0, 0.0, 0.5, 0.0, -1.0])
+    _, (q, v, v_next, f) = jax.jit(lambda s: jax.lax.scan(body, s, None, 600))(State.initial(model, None, v0))
+    rotation = jax.vmap(lambda x: sd.simulate.contact.body_frames(model, x, jnp.zeros(6))[0][0])(q)
+    assert float(jnp.max(jnp.abs(rotation - jnp.eye(3)))) < 1e-12
+    world = lambda w: jnp.einsum("tij,tj->ti", rotation, w[:, 3:])          # the box's linear velocity
+    balance = (world(v_next) - world(v)) / dt - gravity - jnp.sum(f, axis=1)
+    assert float(jnp.max(jnp.abs(f[:, :, 2]))) > 50.0                           # the impact
+    assert float(jnp.max(jnp.abs(balance))) < 1e-8
+    assert float(jnp.sum(f[-1, :, 2])) == pytest.approx(9.81, rel=1e-6)

@@ -332,7 +332,7 @@ def test_mesh_geoms_match_pinocchios_collision_meshes(name):
         warnings.simplefilter("ignore", UserWarning)  # Pinocchio's note on package_dirs; sodyn's mesh-free warnings
         gm = pin.buildGeomFromUrdf(pm, str(robot.urdf), pin.GeometryType.COLLISION,
                                    [str(d) for d in robot.package_dirs])
-        model = robot.load(floating_base=True)
+        model = robot.load(floating_base=True, max_hull_vertices=None)
     g = model.geoms
     ours = {}
     for i in (i for i, t in enumerate(g.type) if t == "mesh"):

@@ -26,7 +26,7 @@ def _stairs_robot():
     field, ``CELL`` cells), and the candidate pairs of its feet with the stairs."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", sd.LoadWarning)
-        robot = sd.example_robot("go2").load(floating_base=True)
+        robot = sd.example_robot("go2").load(floating_base=True, max_hull_vertices=None)
     half_x, half_y = 0.8, 0.32
     stairs = sd.terrain.stairs(nrow=int(round(2 * half_y / CELL)) + 1, ncol=int(round(2 * half_x / CELL)) + 1,
                                half_x=half_x, half_y=half_y, step_height=RISE, step_depth=RUN, steps=3,

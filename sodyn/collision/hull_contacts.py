@@ -2,10 +2,18 @@ r"""Contacts of a mesh geom (its convex hull) with a plane, a sphere, a capsule,
 mesh: the deepest point from :mod:`sodyn.collision.hull_distance`, plus the points of a resting
 face, in a fixed number of slots (:data:`SLOTS`).
 
-**Plane–mesh** (4 slots).  With ``n`` the plane normal, every hull vertex lies at ``n·(v − p₁)``;
-slot 0 is the deepest vertex (MuJoCo's ``mjc_PlaneConvex`` first contact), slots 1–3 three more
-vertices chosen to spread the support polygon (below).  A hull resting on a face gets that face's
-vertices at equal depth (four of them if it has more).
+**Plane–mesh** (8 slots).  With ``n`` the plane normal, every hull vertex lies at height
+``h = n·(v − p₁)``.  Slots 0–3 are the four deepest vertices, deepest first (slot 0 is MuJoCo's
+``mjc_PlaneConvex`` first contact), so every penetrating vertex has a slot when at most four
+penetrate.  Slots 4–7 spread the support: the *candidates* are the vertices below the plane or
+within ``SKIN`` of the deepest (MJX's manifold skin), and the slots take their extremes along
+the four diagonals ``±t₁ ± t₂`` of the mesh's own axes projected into the plane (``t₁`` from the
+geom's x axis, or its y axis when x is nearly normal to the plane; ``t₂ = n × t₁``).  A slot
+repeating an earlier one is left unused (``distance = FAR``).  Neither set depends on which of
+several vertices at nearly equal depth is the deepest, so a resting hull keeps the same points
+from step to step; a selection that starts from the deepest vertex swaps its points whenever
+that vertex changes, and a compliant law turns each swap into a jump of the contact torque.  A
+box-like face gets its four corners.
 
 **Polytope pairs.**  Sphere and capsule are their centre point and axis segment (their radius is
 subtracted from the distance), box and mesh are polytopes (:mod:`~sodyn.collision.
@@ -21,7 +29,7 @@ when that realises the gap (a witness inside both faces, where a resting face ha
 other slots take the clipped points that spread the contact polygon.  An edge–edge or GJK winner
 (edges crossing, or cores apart with a vertex or an edge nearest) keeps its single point.
 
-**Spread.**  From the first point ``p₀`` (height ``h₀``): the point farthest from ``p₀``, then the
+**Spread** (polytope pairs).  From the first point ``p₀`` (height ``h₀``): the point farthest from ``p₀``, then the
 point farthest from their line, then the point farthest outside their triangle (distances in the
 plane ``⊥ n``), each score lowered by ``SPREAD_WEIGHT·(h − h₀)`` so that points higher above the
 contact lose to lower ones, and a slot whose best score is within ``DUPLICATE`` of the size of
@@ -63,6 +71,9 @@ P_CLIP = 8
 SPREAD_WEIGHT = 1.0
 #: Distinct slots are at least this fraction of the pair's size apart.
 DUPLICATE = 1e-3
+#: Plane–mesh: the deepest vertices given slots, and the spread candidates' skin (m) above the
+#: deepest vertex.
+DEEPEST, SKIN = 4, 1e-3
 
 
 def _radius(type_: str, g) -> Array:
@@ -269,16 +280,24 @@ def polytope_pair(type1: str, type2: str, slots: int) -> Callable[[GeomFrame, Me
 
 
 def plane_mesh(g1: GeomFrame, g2: MeshFrame) -> Contacts:
-    """Plane–mesh, 4 slots: the deepest hull vertex and three more that spread the support
-    polygon (module docstring); distance ``n·(v − p₁)``, position ``v − (d/2) n``."""
+    """Plane–mesh, 8 slots: the four deepest hull vertices and the candidates' extremes along
+    four diagonals of the mesh's axes in the plane (module docstring); distance ``n·(v − p₁)``,
+    position ``v − (d/2) n``."""
     n = g1.rotation[:, 2]
     v = core_vertices("mesh", g2)
-    vs, ns, ps = jax.lax.stop_gradient((v, n, g1.position))
+    vs, ns, ps, rs = jax.lax.stop_gradient((v, n, g1.position, g2.rotation))
     h = dot(vs - ps, ns)
-    a = jnp.argmin(h)
-    idx, ok = spread(vs, h, jnp.ones(h.shape, bool), ns, vs[a], h[a], 3, DUPLICATE * g2.size[0])
-    k = jnp.concatenate([a[None], idx])
-    valid = jnp.concatenate([jnp.ones((1,), bool), ok])
+    deepest = jax.lax.top_k(-h, min(DEEPEST, h.shape[0]))[1]
+    candidate = h <= jnp.maximum(h[deepest[0]] + SKIN, 0.0)
+    x, y = rs[:, 0] - dot(rs[:, 0], ns) * ns, rs[:, 1] - dot(rs[:, 1], ns) * ns
+    t1 = safe_unit(jnp.where(dot(x, x) >= 0.5, x, y))
+    coords = jnp.stack([vs @ t1, vs @ cross(ns, t1)], axis=-1)
+    signs = jnp.array([[1.0, 1.0], [1.0, -1.0], [-1.0, -1.0], [-1.0, 1.0]], vs.dtype)
+    extremes = jnp.argmax(jnp.where(candidate[None], signs @ coords.T, -jnp.inf), axis=1)
+    k = jnp.concatenate([deepest, extremes])
+    gap = jnp.linalg.norm(vs[k][:, None] - vs[k][None], axis=-1)
+    earlier = jnp.tril(jnp.ones((len(k), len(k)), bool), -1)
+    valid = ~jnp.any(earlier & (gap <= DUPLICATE * g2.size[0]), axis=1)
     d = dot(v[k] - g1.position, n)
     pos = v[k] - 0.5 * d[:, None] * n
     return Contacts(jnp.where(valid, d, FAR), jnp.where(valid[:, None], pos, pos[0]), jnp.broadcast_to(n, pos.shape))
@@ -293,8 +312,8 @@ HULL_PAIRS: dict[tuple[str, str], Callable] = {
     ("mesh", "mesh"): polytope_pair("mesh", "mesh", 4),
 }
 #: Contact slots per pair type.
-SLOTS: dict[tuple[str, str], int] = {("plane", "mesh"): 4, ("sphere", "mesh"): 1, ("capsule", "mesh"): 2,
+SLOTS: dict[tuple[str, str], int] = {("plane", "mesh"): 8, ("sphere", "mesh"): 1, ("capsule", "mesh"): 2,
                                      ("box", "mesh"): 4, ("mesh", "mesh"): 4}
 
-__all__ = ["DUPLICATE", "HULL_PAIRS", "P_CLIP", "SLOTS", "SPREAD_WEIGHT", "manifold", "plane_mesh",
+__all__ = ["DEEPEST", "DUPLICATE", "HULL_PAIRS", "P_CLIP", "SKIN", "SLOTS", "SPREAD_WEIGHT", "manifold", "plane_mesh",
            "polytope_pair", "spread"]

@@ -32,11 +32,26 @@ merged into one face, stored as the plane ``[n, d]`` with ``n`` the unit outward
 such a mesh ("mesh has coplanar vertices, cannot compute convex hull"), and so does
 :func:`convex_hull`, suggesting a thin box or plane geom instead.
 
-**Vertex cap** (``max_vertices``, off by default).  Farthest-point sampling over the hull
-vertices: start from the vertex farthest from their centroid, then repeatedly add the vertex
-farthest from those already taken; the hull of the ``max_vertices`` taken vertices lies
-inside the full hull, and no full-hull vertex is farther from it than the distance at which
-sampling stopped (``Hull.cap_error``).
+**Vertex cap** (``max_vertices``; :func:`convex_hull` and :func:`mesh_hull` do not cap by
+default, :func:`sodyn.load_urdf` caps at :data:`DEFAULT_MAX_HULL_VERTICES`).  The analogue of
+MuJoCo's ``<mesh maxhullvert>``, in two halves over the hull vertices ``V``:
+
+1. *coverage*: the extreme tetrahedron (the vertex ``a`` farthest from the centroid, ``b``
+   farthest from ``a``, ``c`` farthest from the line ``ab``, ``d`` farthest from the plane
+   ``abc``) and ``⌊max_vertices/2⌋`` vertices by farthest-point sampling (from ``a``, each next
+   vertex the one farthest from those taken), so that the corners of the broad, nearly flat
+   faces a body rests on are kept;
+2. *deviation*: then repeatedly the vertex farthest beyond a face plane of the hull taken so
+   far, ``v* = argmax_v max_f (n_f·v − d_f)``, until the taken hull has ``max_vertices``
+   vertices (a vertex an addition leaves inside drops out, so a few more may be added).
+
+The capped hull lies inside the full hull, and every full-hull vertex lies at most
+``Hull.cap_error = max_v max_f (n_f·v − d_f)`` beyond the capped hull's face planes.  A cap
+costs the narrow phase less (a model's hull arrays are padded to its largest hull, and plane
+and polytope contacts scan every vertex) and moves the collision surface inward by up to
+``cap_error``.  Deviation alone would fit curved parts first and leave a flat sole that is
+uneven by less than ``cap_error`` with two or three vertices; coverage alone would leave
+larger deviations.
 """
 
 from __future__ import annotations
@@ -52,6 +67,8 @@ import numpy as np
 #: Relative size (of the hull's bounding-box diagonal) below which two adjacent hull
 #: triangles count as coplanar and are merged into one face.
 COPLANAR_TOLERANCE = 1e-9
+#: The hull vertex cap :func:`sodyn.load_urdf` applies unless told otherwise (module docstring).
+DEFAULT_MAX_HULL_VERTICES = 64
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,7 +84,7 @@ class Hull:
     """A convex hull: ``vertices (n, 3)``; ``faces (f, 4)`` planes ``[n, d]`` (``n·x ≤ d``
     inside, coplanar triangles merged); ``triangles (m, 3)`` indices into ``vertices``, wound
     counter-clockwise seen from outside (for drawing); ``cap_error``: how far the discarded
-    vertices lie outside a capped hull (0 without a cap)."""
+    vertices lie beyond a capped hull's face planes (0 without a cap)."""
 
     vertices: np.ndarray
     faces: np.ndarray
@@ -250,11 +267,11 @@ def convex_hull(points, max_vertices: int | None = None, *, what: str = "mesh") 
         hull = ConvexHull(p, qhull_options="QbB Pp Qt")
     except QhullError:
         raise flat from None
-    cap_error = 0.0
+    full = None
     if max_vertices is not None and len(hull.vertices) > max_vertices:
-        keep, cap_error = _farthest_points(p[hull.vertices], int(max_vertices))
+        full = p[hull.vertices]
         try:
-            hull = ConvexHull(p[hull.vertices][keep], qhull_options="QbB Pp Qt")
+            hull = ConvexHull(full[_greedy_cap(full, int(max_vertices))], qhull_options="QbB Pp Qt")
         except QhullError:
             raise flat from None
     vertices = hull.points[hull.vertices]
@@ -271,7 +288,11 @@ def convex_hull(points, max_vertices: int | None = None, *, what: str = "mesh") 
     outward = np.einsum("ij,ij->i", cross, (a + b + c) / 3 - vertices.mean(0)) >= 0
     tri[~outward] = tri[~outward][:, [0, 2, 1]]
     cross[~outward] *= -1
-    return Hull(vertices, _faces(vertices, simplices, cross, hull.neighbors, size), tri, cap_error)
+    faces = _faces(vertices, simplices, cross, hull.neighbors, size)
+    cap_error = 0.0
+    if full is not None:
+        cap_error = max(0.0, float(np.max(np.einsum("vk,fk->vf", full, faces[:, :3]) - faces[:, 3])))
+    return Hull(vertices, faces, tri, cap_error)
 
 
 def _faces(vertices, simplices, cross, neighbors, size) -> np.ndarray:
@@ -307,17 +328,54 @@ def _faces(vertices, simplices, cross, neighbors, size) -> np.ndarray:
     return np.concatenate([n, d[:, None]], axis=1)
 
 
-def _farthest_points(points: np.ndarray, k: int) -> tuple[np.ndarray, float]:
-    """Indices of ``k`` points by farthest-point sampling (first: farthest from the centroid)
-    and the distance of the farthest point left out from those taken."""
-    first = int(np.argmax(np.linalg.norm(points - points.mean(0), axis=1)))
+def _extreme_simplex(points: np.ndarray) -> list[int]:
+    """Four points spanning the set: farthest from the centroid, farthest from it, farthest
+    from their line, farthest from the plane of the three."""
+    a = int(np.argmax(np.linalg.norm(points - points.mean(0), axis=1)))
+    b = int(np.argmax(np.linalg.norm(points - points[a], axis=1)))
+    u = (points[b] - points[a]) / max(float(np.linalg.norm(points[b] - points[a])), np.finfo(float).tiny)
+    rel = points - points[a]
+    c = int(np.argmax(np.linalg.norm(rel - np.outer(rel @ u, u), axis=1)))
+    normal = np.cross(points[b] - points[a], points[c] - points[a])
+    d = int(np.argmax(np.abs(rel @ normal)))
+    return [a, b, c, d]
+
+
+def _farthest_points(points: np.ndarray, first: int, k: int) -> list[int]:
+    """``k`` indices by farthest-point sampling from ``first``: each next point the one
+    farthest from those taken."""
     taken = [first]
     dist = np.linalg.norm(points - points[first], axis=1)
     for _ in range(k - 1):
         nxt = int(np.argmax(dist))
         taken.append(nxt)
         dist = np.minimum(dist, np.linalg.norm(points - points[nxt], axis=1))
-    return np.array(taken), float(np.max(dist))
+    return taken
+
+
+def _greedy_cap(points: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the ``k`` points of the capped hull (module docstring): the extreme simplex
+    and ``k // 2`` farthest points, then repeatedly the point farthest beyond the taken hull's
+    face planes (qhull's incremental hull, whose ``equations`` ``[n, o]`` hold ``n·x + o ≤ 0``
+    inside)."""
+    from scipy.spatial import ConvexHull
+
+    simplex = _extreme_simplex(points)
+    taken = list(dict.fromkeys(simplex + _farthest_points(points, simplex[0], max(k // 2, 1))))
+    hull = ConvexHull(points[taken], incremental=True)
+    size = float(np.linalg.norm(np.ptp(points, axis=0)))
+    try:
+        while len(hull.vertices) < k:
+            eq = hull.equations
+            gap = np.max(points @ eq[:, :3].T + eq[:, 3], axis=1)
+            j = int(np.argmax(gap))
+            if gap[j] <= COPLANAR_TOLERANCE * size:
+                break
+            hull.add_points(points[j: j + 1])
+            taken.append(j)
+        return np.asarray(taken)[hull.vertices]
+    finally:
+        hull.close()
 
 
 def mesh_hull(path, scale=None, max_vertices: int | None = None) -> Hull:
@@ -339,5 +397,5 @@ def _file_hull(path: str, mtime_ns: int, size: int, scale: tuple, max_vertices, 
     return hull
 
 
-__all__ = ["COPLANAR_TOLERANCE", "Hull", "Mesh", "MeshError", "convex_hull", "load_mesh", "mesh_hull",
-           "package_search_path", "resolve_mesh_path"]
+__all__ = ["COPLANAR_TOLERANCE", "DEFAULT_MAX_HULL_VERTICES", "Hull", "Mesh", "MeshError", "convex_hull",
+           "load_mesh", "mesh_hull", "package_search_path", "resolve_mesh_path"]

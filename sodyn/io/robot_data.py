@@ -33,11 +33,14 @@ class ExampleRobot:
 
     def load(self, **kwargs):
         """:func:`sodyn.load_urdf` of the robot with its SRDF and package directories
-        (``kwargs`` go to :func:`sodyn.load_urdf`, e.g. ``floating_base=True``)."""
+        (``kwargs`` go to :func:`sodyn.load_urdf`, e.g. ``floating_base=True``); SRDF pairs
+        naming links the URDF lacks are left out with a warning unless
+        ``srdf_unknown_links="error"`` is passed."""
         from sodyn.io.urdf import load_urdf
 
         kwargs.setdefault("srdf", self.srdf)
         kwargs.setdefault("package_dirs", self.package_dirs)
+        kwargs.setdefault("srdf_unknown_links", "ignore")
         return load_urdf(self.urdf, **kwargs)
 
 

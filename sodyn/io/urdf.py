@@ -44,9 +44,14 @@ expat, so errors name the line); collision meshes are read with :mod:`sodyn.io.m
   has no mimic support; reduced dynamics are ``Gᵀ M G`` and ``Gᵀ τ``).
 
 * **Collision.**  ``<collision>`` boxes, spheres, cylinders, capsules and meshes (their
-  convex hulls) become :class:`sodyn.Geoms`; self-collision is off unless
-  ``self_collision=True``; an SRDF's ``<disable_collisions>`` become exclusions and its
-  ``<group_state>`` poses keyframes (:mod:`sodyn.io.urdf_collision`).
+  convex hulls, capped at :data:`~sodyn.io.meshes.DEFAULT_MAX_HULL_VERTICES` vertices unless
+  ``max_hull_vertices`` says otherwise) become :class:`sodyn.Geoms`; self-collision is off
+  unless ``self_collision=True``; an SRDF's ``<disable_collisions>`` become exclusions and its
+  ``<group_state>`` poses keyframes (:mod:`sodyn.io.urdf_collision`).  A
+  ``<disable_collisions>`` naming a link the URDF lacks is an error, or with
+  ``srdf_unknown_links="ignore"`` is left out and named in one
+  :class:`~sodyn.io.diagnostics.IgnoredElementWarning` (Pinocchio skips such pairs: an SRDF
+  written for a larger robot of the same family names links a smaller one lacks).
 
 * **Text.**  Like urdfdom (tinyxml), whitespace or blank lines before the XML declaration, a
   byte-order mark and the declared ``encoding`` (e.g. ISO-8859-1, UTF-16) are accepted
@@ -68,6 +73,7 @@ import equinox as eqx
 import numpy as np
 
 from sodyn.io import _xml, diagnostics, urdf_collision, urdf_mimic
+from sodyn.io.meshes import DEFAULT_MAX_HULL_VERTICES
 from sodyn.io.urdf_mimic import CoupledURDF, MimicCoupling
 from sodyn.joints import JointSpec
 from sodyn.model import Model, ModelBuilder
@@ -294,7 +300,8 @@ def load_urdf(
     self_collision: bool = False,
     srdf=None,
     meshes: bool = True,
-    max_hull_vertices: int | None = None,
+    max_hull_vertices: int | None = DEFAULT_MAX_HULL_VERTICES,
+    srdf_unknown_links: str = "error",
 ) -> Model | CoupledURDF:
     """Load a URDF file (or XML string) into a :class:`sodyn.Model`; see the module docstring.
 
@@ -321,8 +328,12 @@ def load_urdf(
     geoms collide with default geoms (terrain, objects) but not with each other unless
     ``self_collision=True`` (then parent and child links do not collide); ``srdf`` (a path or
     an XML string) adds its ``<disable_collisions>`` pairs as exclusions and its
-    ``<group_state>`` poses as :class:`sodyn.Keyframes`.  A ``<mesh>`` becomes a ``"mesh"``
-    geom, the convex hull of the file's vertices (capped at ``max_hull_vertices`` when given);
+    ``<group_state>`` poses as :class:`sodyn.Keyframes`; ``srdf_unknown_links`` is
+    ``"error"`` or ``"ignore"`` for a ``<disable_collisions>`` naming a link the URDF lacks
+    (module docstring).  A ``<mesh>`` becomes a ``"mesh"`` geom, the convex hull of the file's
+    vertices capped at ``max_hull_vertices`` vertices (default
+    :data:`~sodyn.io.meshes.DEFAULT_MAX_HULL_VERTICES`, ``None``: the full hull; the cap as
+    :mod:`sodyn.io.meshes` describes);
     a missing file raises ``FileNotFoundError`` naming it (or, for ``package://``, the
     package and the search path), an unreadable, empty or flat mesh ``ValueError``.  With
     ``meshes=False`` mesh shapes are skipped and named in one
@@ -334,6 +345,8 @@ def load_urdf(
         raise ValueError(f"missing_inertia must be 'error' or 'zero', got {missing_inertia!r}")
     if invalid_inertia not in ("error", "keep"):
         raise ValueError(f"invalid_inertia must be 'error' or 'keep', got {invalid_inertia!r}")
+    if srdf_unknown_links not in ("error", "ignore"):
+        raise ValueError(f"srdf_unknown_links must be 'error' or 'ignore', got {srdf_unknown_links!r}")
     text, source, path = _xml.read_source(path_or_xml, "URDF")
     doc = _xml.parse(text, source)
     robot = doc.root
@@ -416,6 +429,8 @@ def load_urdf(
             b.set_weld_parent(index[j.child], None)
     srdf_doc = None if srdf is None else urdf_collision.read_srdf(srdf)
     if srdf_doc is not None:
+        if srdf_unknown_links == "ignore":
+            _drop_unknown_srdf_pairs(srdf_doc, index)
         urdf_collision.add_srdf(b, index, srdf_doc)  # its errors name the SRDF
     try:
         model = b.build(dtype=dtype, check_singular=False)
@@ -430,6 +445,23 @@ def load_urdf(
     if mimic == "couple":
         return CoupledURDF(model, urdf_mimic.coupling(doc, model, order))
     return model
+
+
+def _drop_unknown_srdf_pairs(doc: _xml.Document, links) -> None:
+    """Remove from the SRDF ``doc`` each ``<disable_collisions>`` naming a link not in
+    ``links``, naming them in one :class:`~sodyn.io.diagnostics.IgnoredElementWarning`."""
+    dropped = []
+    for el in list(doc.root):
+        if el.tag != "disable_collisions":
+            continue
+        missing = [el.get(a) for a in ("link1", "link2") if el.get(a) not in links]
+        if missing:
+            dropped.append(f"{doc.where(el)} ({', '.join(map(repr, missing))}: not a link of the URDF)")
+            doc.root.remove(el)
+    if dropped:
+        warnings.warn(diagnostics.IgnoredElementWarning(
+            "SRDF <disable_collisions> pairs left out (srdf_unknown_links='ignore'):\n  "
+            + "\n  ".join(dropped), tuple(dropped)), stacklevel=3)
 
 
 def _rotation_z_to(axis: np.ndarray) -> np.ndarray:

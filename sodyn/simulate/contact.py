@@ -236,14 +236,16 @@ class ContactTerms(NamedTuple):
     ``force (nc, 3)``: the world-frame force on body 2 of each slot at the given state (with
     ``dt``: ``f_expl``, at the predicted end-of-step distance);
     ``penetration (nc,)``: ``δ = d₀ − d`` (negative when apart);
-    ``coupling``: with ``dt``, when some slot is between two moving bodies, the
-    :class:`SlotCoupling` of the slots (else ``None``)."""
+    ``linearization``: with ``dt``, the :class:`SlotCoupling` of every slot (a world side:
+    identity rotation, zero point), else ``None``; ``coupling``: the same when some slot is
+    between two moving bodies (else ``None``)."""
 
     f_ext: jax.Array
     added_inertia: jax.Array | None
     force: jax.Array
     penetration: jax.Array
     coupling: "SlotCoupling | None" = None
+    linearization: "SlotCoupling | None" = None
 
 
 class SlotCoupling(NamedTuple):
@@ -355,12 +357,15 @@ def contact_terms(model: Model, contact: CompliantContact, q, v, dt=None) -> Con
     target = np.concatenate([np.where(body < 0, nb, body) for _, body, _, _ in sides])
     f_ext = spread_sum(jnp.concatenate(wrenches), target, nb + 1)[:nb]
     b_ext = None if dt is None else spread_sum(jnp.concatenate(added), target, nb + 1)[:nb]
-    coupling = None
-    if dt is not None and len(sides) == 2 and np.any((body1 >= 0) & (body2 >= 0)):
-        (_, _, rot1, r1), (_, _, rot2, r2) = sides
+    linear = coupling = None
+    if dt is not None:
+        world = (jnp.broadcast_to(eye, c.position.shape + (3,)), jnp.zeros_like(c.position))
+        side = {sign: (r_s, r) for sign, _, r_s, r in sides}
+        (rot1, r1), (rot2, r2) = side.get(-1.0, world), side.get(1.0, world)
         gains = jnp.broadcast_arrays(a, b, c.distance)
-        coupling = SlotCoupling(rot1, rot2, r1, r2, c.normal, gains[0], gains[1])
-    return ContactTerms(f_ext, b_ext, law.force, jnp.asarray(params.rest, dtype) - c.distance, coupling)
+        linear = SlotCoupling(rot1, rot2, r1, r2, c.normal, gains[0], gains[1])
+        coupling = linear if np.any((body1 >= 0) & (body2 >= 0)) else None
+    return ContactTerms(f_ext, b_ext, law.force, jnp.asarray(params.rest, dtype) - c.distance, coupling, linear)
 
 
 def _sts(r: jax.Array) -> jax.Array:

@@ -144,4 +144,24 @@ def coupled_solve(model: Model, contact: CompliantContact, coupling: SlotCouplin
     return a
 
 
-__all__ = ["coupled_solve", "coupling_wrench"]
+def applied_force(model: Model, contact: CompliantContact, linear: SlotCoupling, q: jax.Array, force: jax.Array,
+                  a: jax.Array) -> jax.Array:
+    """The world force ``(nc, 3)`` on body 2 of each slot that the implicit step applied with
+    accelerations ``a``: ``f_expl − K_eff (u⁺ − u) / dt = f_expl − K_eff (p̈₂ − p̈₁)``
+    (:mod:`sodyn.simulate.contact`), ``p̈_k`` the material points' accelerations ``J_k a``;
+    ``force`` is ``f_expl``, ``linear`` the slots' :class:`SlotCoupling` (all slots)."""
+    body1, body2 = (np.asarray(b, np.int64) for b in contact.slot_bodies(model))
+    topo, nb = model.topology, model.n_bodies
+    twist = from_levels(topo, velocities_levels(prepare(model, q), topo, dofs_to_levels(topo, a, 0.0))[0])
+    twist = jnp.concatenate([twist, jnp.zeros((1, 6), twist.dtype)])
+
+    def point_acceleration(rot, r, body):
+        omega, lin = spatial.halves(take(twist, np.where(body < 0, nb, body)))
+        return spatial.mv(rot, lin + spatial.cross(omega, r))
+
+    du = point_acceleration(linear.rotation2, linear.point2, body2) - point_acceleration(
+        linear.rotation1, linear.point1, body1)
+    return force - _apply_k(linear, du)
+
+
+__all__ = ["applied_force", "coupled_solve", "coupling_wrench"]

@@ -85,7 +85,7 @@ from sodyn.simulate.checks import (
     checked_quaternions,
 )
 from sodyn.simulate.contact import CompliantContact, contact_terms
-from sodyn.simulate.coupling import coupled_solve
+from sodyn.simulate.coupling import applied_force, coupled_solve
 from sodyn.simulate.joint_forces import JointForces, joint_forces
 from sodyn.simulate.rigid_contact import RigidContact, rigid_contact_step
 from sodyn.simulate.state import State
@@ -95,10 +95,12 @@ INTEGRATORS: tuple[str, ...] = ("implicit", "semi_implicit", "rk4")
 
 
 class StepForces(NamedTuple):
-    """Forces of a step, evaluated at its start: ``actuator`` and ``joint`` generalised forces
-    ``(nv,)`` (``joint``: limits, friction loss, springs and ``−damping ⊙ v``), and the
-    world-frame ``contact`` force on body 2 of each contact slot ``(nc, 3)`` (``None`` without contact),
-    and the loop closures' joint-space force ``G_c* λ`` ``(nv,)`` (``None`` without them)."""
+    """Forces of a step: ``actuator`` and ``joint`` generalised forces ``(nv,)`` at its start
+    (``joint``: limits, friction loss, springs and ``−damping ⊙ v``), the world-frame
+    ``contact`` force on body 2 of each contact slot ``(nc, 3)`` (``None`` without contact): the
+    force the step applied (``"implicit"``: the law linearized at the end of the step; explicit
+    integrators: at the start; rigid contact: the impulse over ``dt``), and the loop closures'
+    joint-space force ``G_c* λ`` ``(nv,)`` (``None`` without them)."""
 
     actuator: jax.Array
     joint: jax.Array
@@ -232,6 +234,9 @@ def _implicit_step(model, forces, state, control, f_ext, dt):
     else:
         a = coupled_solve(shifted, forces.contact, contact.coupling, q, f, added, solve)
     recorded = closed[0] if closed else recorded
+    if contact is not None:
+        recorded = recorded._replace(contact=applied_force(model, forces.contact, contact.linearization, q,
+                                                           contact.force, a))
     v_next = v + dt * a
     return State(integrate(model, q, v_next, dt), v_next, state.t + dt), recorded
 
