@@ -287,13 +287,17 @@ def plane_mesh(g1: GeomFrame, g2: MeshFrame) -> Contacts:
     v = core_vertices("mesh", g2)
     vs, ns, ps, rs = jax.lax.stop_gradient((v, n, g1.position, g2.rotation))
     h = dot(vs - ps, ns)
-    deepest = jax.lax.top_k(-h, min(DEEPEST, h.shape[0]))[1]
+    deepest, rest, index = [], h, jnp.arange(h.shape[0])
+    for _ in range(min(DEEPEST, h.shape[0])):          # argmin passes: cheaper than a sort on CPU
+        deepest.append(jnp.argmin(rest))
+        rest = jnp.where(index == deepest[-1], jnp.inf, rest)
+    deepest = jnp.stack(deepest)
     candidate = h <= jnp.maximum(h[deepest[0]] + SKIN, 0.0)
     x, y = rs[:, 0] - dot(rs[:, 0], ns) * ns, rs[:, 1] - dot(rs[:, 1], ns) * ns
     t1 = safe_unit(jnp.where(dot(x, x) >= 0.5, x, y))
-    coords = jnp.stack([vs @ t1, vs @ cross(ns, t1)], axis=-1)
-    signs = jnp.array([[1.0, 1.0], [1.0, -1.0], [-1.0, -1.0], [-1.0, 1.0]], vs.dtype)
-    extremes = jnp.argmax(jnp.where(candidate[None], signs @ coords.T, -jnp.inf), axis=1)
+    a1, a2 = dot(vs, t1), dot(vs, cross(ns, t1))                     # elementwise: no small matmuls
+    diagonals = jnp.stack([a1 + a2, a1 - a2, -a1 - a2, a2 - a1])
+    extremes = jnp.argmax(jnp.where(candidate[None], diagonals, -jnp.inf), axis=1)
     k = jnp.concatenate([deepest, extremes])
     gap = jnp.linalg.norm(vs[k][:, None] - vs[k][None], axis=-1)
     earlier = jnp.tril(jnp.ones((len(k), len(k)), bool), -1)

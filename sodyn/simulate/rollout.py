@@ -43,8 +43,9 @@ class Rollout(NamedTuple):
     generalised forces ``tau`` ``(steps, nv)`` (actuators and joint forces: limits, friction
     loss, springs, damping) and the world-frame ``contact_force`` of each contact slot
     ``(steps, nc, 3)``: the force on the slot's body 2, body 1 taking the opposite (``None``
-    without contact; inactive slots carry zero), each evaluated at the start of its step (with
-    a :class:`~sodyn.simulate.RigidContact`: the step's impulse over ``dt``), and the loop
+    without contact; inactive slots carry zero), the force each step applied
+    (:class:`~sodyn.simulate.StepForces`; with a :class:`~sodyn.simulate.RigidContact`: the
+    step's impulse over ``dt``), and the loop
     closures' joint-space force ``G_c* λ`` ``(steps, nv)`` (``None`` without them).  Slot ``i``
     of a :class:`~sodyn.simulate.ContactModel` belongs to its candidate pair
     ``contact.slots.pair[i]``, between geoms ``contact.slots.geom1[i]`` and ``geom2[i]``; of a
