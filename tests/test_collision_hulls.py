@@ -378,6 +378,33 @@ def test_resting_box_mesh_has_four_points(t1):
         assert np.min(spread + np.eye(4)) > 0.05, pos
 
 
+def test_a_resting_polygon_keeps_its_spread_slots_whichever_vertex_is_deepest():
+    """A 12-gon prism (radius 0.1 m) resting on a plane, tilted by 1 µrad about 12 directions so
+    that each bottom vertex in turn is the deepest: slots 0–3 are the four deepest vertices, in
+    order, and the slots in use hold the same four rim points at every tilt (the extremes along the
+    prism's diagonals, an extreme that is also among the deepest repeating it; a selection that
+    starts from the deepest vertex moves them with it)."""
+    angle = np.arange(12) * np.pi / 6 + 0.1
+    rim = np.stack([0.1 * np.cos(angle), 0.1 * np.sin(angle)], axis=1)
+    points = np.concatenate([np.c_[rim, np.full(12, -0.02)], np.c_[rim, np.full(12, 0.02)]])
+    h = convex_hull(points)
+    topo = hull_topology(jnp.asarray(h.vertices), jnp.asarray(h.faces))
+    plane = GeomFrame(jnp.eye(3), jnp.zeros(3), jnp.zeros(3))
+    pair = jax.jit(HULL_PAIRS[("plane", "mesh")])
+    spread = []
+    for a in angle:
+        axis = np.array([-np.sin(a), np.cos(a), 0.0])                    # the rim point at a goes lowest
+        r = np.asarray(quat_to_matrix(jnp.asarray(np.r_[np.cos(5e-7), np.sin(5e-7) * axis])))
+        c = pair(plane, MeshFrame(jnp.asarray(r), jnp.array([0.0, 0.0, 0.0199]), jnp.array([0.15, 0, 0]), topo))
+        world = h.vertices @ r.T + [0.0, 0.0, 0.0199]
+        order = np.argsort(world[:, 2])[:4]
+        d, pos = np.asarray(c.distance), np.asarray(c.position)
+        assert np.allclose(d[:4], world[order, 2], atol=1e-12)
+        assert np.allclose(pos[:4, :2], world[order, :2], atol=1e-12)
+        spread.append({tuple(np.round(x, 6)) for x in pos[d < FAR, :2]})
+    assert len(set.intersection(*spread)) == 4                           # the extremes, kept at every tilt
+
+
 def test_capsule_lying_on_a_face_has_two_points():
     box = _hulls()["box"]
     mesh = MeshFrame(jnp.eye(3), jnp.zeros(3), jnp.array([box["radius"], 0, 0]), jax.tree.map(jnp.asarray, box["hull"]))

@@ -46,7 +46,11 @@ below a face is not).  The others are picked among the kept candidates and the s
 spread the contact polygon: greedy farthest-point selection in the plane ``⊥`` slot 0's normal,
 each next point the one farthest from those chosen, less ``SPREAD_WEIGHT`` times its height above
 slot 0 (a box resting on a face gets its four corners, a capsule lying on its side both ends);
-near-copies are left unused (``distance = FAR``).  A geom
+near-copies are left unused (``distance = FAR``).  A mesh instead gets 8 slots chosen as
+against a plane (:mod:`~sodyn.collision.hull_contacts`): the two above and the next deepest
+candidates, four in all, then the extremes along the diagonals of its axes, in the plane ``⊥``
+slot 0's normal, of the candidates within ``SKIN`` of slot 0 or below the surface, so that a hull
+resting on many points of nearly equal depth keeps the same points from step to step.  A geom
 whose reach lies outside the field, or that lies wholly below its base ``−z_base`` (MuJoCo's
 test), has every slot ``FAR``.
 
@@ -76,7 +80,7 @@ from sodyn.spatial import mm, mtv, mv
 TYPES = ("sphere", "capsule", "ellipsoid", "cylinder", "box", "mesh")
 #: Contact slots per pair type.
 SLOTS: dict[tuple[str, str], int] = {("hfield", "sphere"): 3, ("hfield", "capsule"): 4, ("hfield", "ellipsoid"): 3,
-                                     ("hfield", "cylinder"): 4, ("hfield", "box"): 4, ("hfield", "mesh"): 4}
+                                     ("hfield", "cylinder"): 4, ("hfield", "box"): 4, ("hfield", "mesh"): 8}
 #: Triangles in a pair's window above which :func:`grid` warns (each is one narrow-phase call).
 MAX_TRIANGLES = 512
 #: Penalty per metre of height above slot 0 when spreading the other slots; distinct slots are at
@@ -213,6 +217,20 @@ def _spread(x: Array, h: Array, valid: Array, n: Array, chosen: list[Array], slo
     return jnp.stack(sel), jnp.stack(ok)
 
 
+def _deepest_and_extremes(x: Array, h: Array, valid: Array, n: Array, rotation: Array, chosen: list[Array],
+                          tol: float) -> tuple[Array, Array]:
+    """A mesh's 8 slots (module docstring): the ``chosen`` points and the next deepest valid ones
+    (four in all), then the extremes along the diagonals of the mesh's axes in the plane ``⊥ n``
+    among the valid points within ``SKIN`` of the first or below the surface; whether each is a
+    distinct valid point (a repeat is left unused)."""
+    from sodyn.collision.hull_contacts import DEEPEST, SKIN, deepest_indices, diagonal_extremes, distinct
+
+    first = deepest_indices(h, DEEPEST, chosen, valid)
+    candidate = valid & (h <= jnp.maximum(h[chosen[0]] + SKIN, 0.0))
+    sel = jnp.concatenate([first, diagonal_extremes(x, candidate, n, rotation)])
+    return sel, distinct(x[sel], valid[sel], tol)
+
+
 def _highest(type_: str, g) -> Array:
     """The highest ``z`` of a geom (in the height field's frame): its support point in ``+z``."""
     if type_ == "mesh":
@@ -295,7 +313,10 @@ def hfield_pair(type_: str, g: Grid) -> Callable[[GeomFrame, GeomFrame | MeshFra
         nt = kept.shape[0]
         b = jnp.argmin(jnp.where(kept, d[:nt], jnp.inf))
         chosen = [b] if nt == d.shape[0] else [b, nt + jnp.argmin(jnp.where(valid[nt:], d[nt:], jnp.inf))]
-        sel, ok = _spread(pos, d, valid, n[b], chosen, slots, DUPLICATE * reach)
+        if type_ == "mesh":
+            sel, ok = _deepest_and_extremes(pos, d, valid, n[b], loc.rotation, chosen, DUPLICATE * reach)
+        else:
+            sel, ok = _spread(pos, d, valid, n[b], chosen, slots, DUPLICATE * reach)
         ok = ok & kept[b] & near
         dist = jnp.where(ok, d[sel], jnp.asarray(FAR, dt))
         pos_w = g1.position.astype(dt) + mv(r1, jnp.where(ok[:, None], pos[sel], pos[b]))

@@ -279,6 +279,44 @@ def polytope_pair(type1: str, type2: str, slots: int) -> Callable[[GeomFrame, Me
     return pair
 
 
+def deepest_indices(h: Array, count: int, first: list[Array] | None = None, valid: Array | None = None) -> Array:
+    """Indices ``(count,)`` of the smallest ``h`` (``first`` given ones, then the smallest valid
+    others in order), by argmin passes (cheaper than a sort under ``vmap`` on CPU)."""
+    index = jnp.arange(h.shape[0])
+    rest = h if valid is None else jnp.where(valid, h, jnp.inf)
+    out = list(first or [])
+    for k in out:
+        rest = jnp.where(index == k, jnp.inf, rest)
+    while len(out) < count:
+        out.append(jnp.argmin(rest))
+        rest = jnp.where(index == out[-1], jnp.inf, rest)
+    return jnp.stack(out)
+
+
+def diagonal_extremes(x: Array, candidate: Array, n: Array, rotation: Array) -> Array:
+    """Indices ``(4,)`` of the points of ``x (Q, 3)`` under mask ``candidate`` extreme along the
+    diagonals ``±t₁ ± t₂`` of a geom's axes ``rotation`` projected into the plane ``⊥ n``
+    (module docstring; elementwise, no small matmuls under ``vmap``)."""
+    cx, cy = rotation[:, 0], rotation[:, 1]
+    x_axis, y_axis = cx - dot(cx, n) * n, cy - dot(cy, n) * n
+    t1 = safe_unit(jnp.where(dot(x_axis, x_axis) >= 0.5, x_axis, y_axis))
+    a1, a2 = dot(x, t1), dot(x, cross(n, t1))
+    diagonals = jnp.stack([a1 + a2, a1 - a2, -a1 - a2, a2 - a1])
+    return jnp.argmax(jnp.where(candidate[None], diagonals, -jnp.inf), axis=1)
+
+
+def distinct(x: Array, ok: Array, tol: Array) -> Array:
+    """``ok`` of each point of ``x (k, 3)`` that is also farther than ``tol`` from every earlier
+    point kept (a repeat is left unused)."""
+    kept = []
+    for i in range(x.shape[0]):
+        far = jnp.ones((), bool)
+        for j in range(i):
+            far = far & (~kept[j] | (jnp.sum((x[i] - x[j]) ** 2) > tol * tol))
+        kept.append(ok[i] & far)
+    return jnp.stack(kept)
+
+
 def plane_mesh(g1: GeomFrame, g2: MeshFrame) -> Contacts:
     """Plane–mesh, 8 slots: the four deepest hull vertices and the candidates' extremes along
     four diagonals of the mesh's axes in the plane (module docstring); distance ``n·(v − p₁)``,
@@ -287,21 +325,10 @@ def plane_mesh(g1: GeomFrame, g2: MeshFrame) -> Contacts:
     v = core_vertices("mesh", g2)
     vs, ns, ps, rs = jax.lax.stop_gradient((v, n, g1.position, g2.rotation))
     h = dot(vs - ps, ns)
-    deepest, rest, index = [], h, jnp.arange(h.shape[0])
-    for _ in range(min(DEEPEST, h.shape[0])):          # argmin passes: cheaper than a sort on CPU
-        deepest.append(jnp.argmin(rest))
-        rest = jnp.where(index == deepest[-1], jnp.inf, rest)
-    deepest = jnp.stack(deepest)
+    deepest = deepest_indices(h, min(DEEPEST, h.shape[0]))
     candidate = h <= jnp.maximum(h[deepest[0]] + SKIN, 0.0)
-    x, y = rs[:, 0] - dot(rs[:, 0], ns) * ns, rs[:, 1] - dot(rs[:, 1], ns) * ns
-    t1 = safe_unit(jnp.where(dot(x, x) >= 0.5, x, y))
-    a1, a2 = dot(vs, t1), dot(vs, cross(ns, t1))                     # elementwise: no small matmuls
-    diagonals = jnp.stack([a1 + a2, a1 - a2, -a1 - a2, a2 - a1])
-    extremes = jnp.argmax(jnp.where(candidate[None], diagonals, -jnp.inf), axis=1)
-    k = jnp.concatenate([deepest, extremes])
-    gap = jnp.linalg.norm(vs[k][:, None] - vs[k][None], axis=-1)
-    earlier = jnp.tril(jnp.ones((len(k), len(k)), bool), -1)
-    valid = ~jnp.any(earlier & (gap <= DUPLICATE * g2.size[0]), axis=1)
+    k = jnp.concatenate([deepest, diagonal_extremes(vs, candidate, ns, rs)])
+    valid = distinct(vs[k], jnp.ones(k.shape, bool), DUPLICATE * g2.size[0])
     d = dot(v[k] - g1.position, n)
     pos = v[k] - 0.5 * d[:, None] * n
     return Contacts(jnp.where(valid, d, FAR), jnp.where(valid[:, None], pos, pos[0]), jnp.broadcast_to(n, pos.shape))
@@ -319,5 +346,5 @@ HULL_PAIRS: dict[tuple[str, str], Callable] = {
 SLOTS: dict[tuple[str, str], int] = {("plane", "mesh"): 8, ("sphere", "mesh"): 1, ("capsule", "mesh"): 2,
                                      ("box", "mesh"): 4, ("mesh", "mesh"): 4}
 
-__all__ = ["DEEPEST", "DUPLICATE", "HULL_PAIRS", "P_CLIP", "SKIN", "SLOTS", "SPREAD_WEIGHT", "manifold", "plane_mesh",
-           "polytope_pair", "spread"]
+__all__ = ["DEEPEST", "DUPLICATE", "HULL_PAIRS", "P_CLIP", "SKIN", "SLOTS", "SPREAD_WEIGHT", "deepest_indices",
+           "diagonal_extremes", "distinct", "manifold", "plane_mesh", "polytope_pair", "spread"]
