@@ -29,11 +29,11 @@ when that realises the gap (a witness inside both faces, where a resting face ha
 other slots take the clipped points that spread the contact polygon.  An edge–edge or GJK winner
 (edges crossing, or cores apart with a vertex or an edge nearest) keeps its single point.
 
-**Spread** (polytope pairs).  From the first point ``p₀`` (height ``h₀``): the point farthest from ``p₀``, then the
-point farthest from their line, then the point farthest outside their triangle (distances in the
-plane ``⊥ n``), each score lowered by ``SPREAD_WEIGHT·(h − h₀)`` so that points higher above the
-contact lose to lower ones, and a slot whose best score is within ``DUPLICATE`` of the size of
-the existing ones is left unused (``distance = FAR``).
+**Spread** (polytope pairs).  From the first point ``p₀`` (height ``h₀``): the point farthest
+from ``p₀``, then the point farthest from their line, then the point farthest outside their
+triangle (distances in the plane ``⊥ n``), each score lowered by ``SPREAD_WEIGHT·(h − h₀)`` so
+that points higher above the contact lose to lower ones, and a slot whose best score is within
+``DUPLICATE`` of the size of the existing ones is left unused (``distance = FAR``).
 
 **Derivatives.**  The search, the faces and the clipping run under ``stop_gradient`` and give each
 slot a frozen normal ``n`` and witness weights; the witness points ``x₁``, ``x₂`` are recomputed
@@ -325,7 +325,7 @@ def plane_mesh(g1: GeomFrame, g2: MeshFrame) -> Contacts:
     v = core_vertices("mesh", g2)
     vs, ns, ps, rs = jax.lax.stop_gradient((v, n, g1.position, g2.rotation))
     h = dot(vs - ps, ns)
-    deepest = deepest_indices(h, min(DEEPEST, h.shape[0]))
+    deepest = deepest_indices(h, DEEPEST)
     candidate = h <= jnp.maximum(h[deepest[0]] + SKIN, 0.0)
     k = jnp.concatenate([deepest, diagonal_extremes(vs, candidate, ns, rs)])
     valid = distinct(vs[k], jnp.ones(k.shape, bool), DUPLICATE * g2.size[0])
