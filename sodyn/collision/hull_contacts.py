@@ -307,14 +307,10 @@ def diagonal_extremes(x: Array, candidate: Array, n: Array, rotation: Array) -> 
 
 def distinct(x: Array, ok: Array, tol: Array) -> Array:
     """``ok`` of each point of ``x (k, 3)`` that is also farther than ``tol`` from every earlier
-    point kept (a repeat is left unused)."""
-    kept = []
-    for i in range(x.shape[0]):
-        far = jnp.ones((), bool)
-        for j in range(i):
-            far = far & (~kept[j] | (jnp.sum((x[i] - x[j]) ** 2) > tol * tol))
-        kept.append(ok[i] & far)
-    return jnp.stack(kept)
+    point with ``ok`` (a repeat is left unused); one ``k × k`` comparison, no unrolled loop."""
+    gap2 = jnp.sum((x[:, None] - x[None]) ** 2, axis=-1)
+    earlier = jnp.tril(jnp.ones((x.shape[0], x.shape[0]), bool), -1)
+    return ok & ~jnp.any(earlier & ok[None, :] & (gap2 <= tol * tol), axis=1)
 
 
 def plane_mesh(g1: GeomFrame, g2: MeshFrame) -> Contacts:
