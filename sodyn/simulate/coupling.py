@@ -69,6 +69,15 @@ def _apply_k(c: SlotCoupling, x: jax.Array) -> jax.Array:
     return spatial.scale(c.tangent_gain, x) + spatial.scale((c.normal_gain - c.tangent_gain) * along, c.normal)
 
 
+def _point_acceleration(twist: jax.Array, rot: jax.Array, r: jax.Array, body: np.ndarray) -> jax.Array:
+    """World acceleration ``p̈ = R (α̇ + ω̇ × r)`` of each slot's material point ``r`` on ``body``
+    (static, ``−1``: the world, which does not move) for the bodies' accelerations ``twist
+    (n_bodies, 6)`` (body frames, ``[ω̇; α̇]``)."""
+    padded = jnp.concatenate([twist, jnp.zeros((1, 6), twist.dtype)])
+    omega, lin = spatial.halves(take(padded, np.where(body < 0, twist.shape[0], body)))
+    return spatial.mv(rot, lin + spatial.cross(omega, r))
+
+
 def coupling_wrench(model: Model, contact: CompliantContact, coupling: SlotCoupling, twist: jax.Array) -> jax.Array:
     """Body-frame wrenches ``(n_bodies, 6)`` of the cross terms ``F₁ = K_eff p̈₂`` on body 1 and
     ``F₂ = K_eff p̈₁`` on body 2 of every slot between two moving bodies, for the bodies'
@@ -77,14 +86,9 @@ def coupling_wrench(model: Model, contact: CompliantContact, coupling: SlotCoupl
     both = np.nonzero((body1 >= 0) & (body2 >= 0))[0]
     c = SlotCoupling(*(take(x, both) for x in coupling))
     b1, b2 = body1[both], body2[both]
-
-    def point_acceleration(rot, r, body):
-        omega, lin = spatial.halves(take(twist, body))
-        return spatial.mv(rot, lin + spatial.cross(omega, r))          # world p̈ of the material point
-
     wrenches = []
-    for rot, r, other in ((c.rotation1, c.point1, point_acceleration(c.rotation2, c.point2, b2)),
-                          (c.rotation2, c.point2, point_acceleration(c.rotation1, c.point1, b1))):
+    for rot, r, other in ((c.rotation1, c.point1, _point_acceleration(twist, c.rotation2, c.point2, b2)),
+                          (c.rotation2, c.point2, _point_acceleration(twist, c.rotation1, c.point1, b1))):
         f_b = spatial.mtv(rot, _apply_k(c, other))
         wrenches.append(jnp.concatenate([spatial.cross(r, f_b), f_b], axis=-1))
     return spread_sum(jnp.concatenate(wrenches), np.concatenate([b1, b2]), model.n_bodies)
@@ -151,16 +155,10 @@ def applied_force(model: Model, contact: CompliantContact, linear: SlotCoupling,
     (:mod:`sodyn.simulate.contact`), ``p̈_k`` the material points' accelerations ``J_k a``;
     ``force`` is ``f_expl``, ``linear`` the slots' :class:`SlotCoupling` (all slots)."""
     body1, body2 = (np.asarray(b, np.int64) for b in contact.slot_bodies(model))
-    topo, nb = model.topology, model.n_bodies
+    topo = model.topology
     twist = from_levels(topo, velocities_levels(prepare(model, q), topo, dofs_to_levels(topo, a, 0.0))[0])
-    twist = jnp.concatenate([twist, jnp.zeros((1, 6), twist.dtype)])
-
-    def point_acceleration(rot, r, body):
-        omega, lin = spatial.halves(take(twist, np.where(body < 0, nb, body)))
-        return spatial.mv(rot, lin + spatial.cross(omega, r))
-
-    du = point_acceleration(linear.rotation2, linear.point2, body2) - point_acceleration(
-        linear.rotation1, linear.point1, body1)
+    du = (_point_acceleration(twist, linear.rotation2, linear.point2, body2)
+          - _point_acceleration(twist, linear.rotation1, linear.point1, body1))
     return force - _apply_k(linear, du)
 
 
