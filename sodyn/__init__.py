@@ -109,8 +109,10 @@ from sodyn.simulate import (
     home_state,
     monte_carlo,
     motors,
+    pd_servos,
     position_servos,
     rollout,
+    servo_control,
     step,
 )
 from sodyn.simulate.store import StoreMismatchError
@@ -140,7 +142,7 @@ __all__ = [
     "task_jacobian", "task_jdot_v", "task_pd_acceleration",
     # simulation (sodyn.simulate)
     "ContactModel", "GroundContact", "JointForces", "Rollout", "State", "home_state", "monte_carlo", "motors",
-    "position_servos", "rollout", "step",
+    "pd_servos", "position_servos", "rollout", "servo_control", "step",
     # collision between geoms (sodyn.collision)
     "collide", "collision", "with_ground_plane",
     # terrain (sodyn.terrain: height fields from parameters)

@@ -27,6 +27,7 @@ import numpy as np
 from sodyn.joints import JOINT_TYPES, KERNEL_OF, JointSpec, nq_of, nv_of
 from sodyn.joints import neutral as joint_neutral
 from sodyn.model_data import (
+    DYNAMICS,
     GEOM_TYPES,
     Actuators,
     ContactPairs,
@@ -283,6 +284,14 @@ class _Actuator:
     bias: np.ndarray
     ctrl_range: np.ndarray
     force_range: np.ndarray
+    extra: dict
+
+
+#: The optional actuator parameters of :meth:`ModelBuilder.add_actuator` and their defaults
+#: (:class:`Actuators`).
+ACTUATOR_OPTIONS: dict[str, object] = {"gain_slope": (0.0, 0.0), "time_constant": 1.0,
+                                       "act_range": (-np.inf, np.inf), "stall_force": np.inf, "back_emf": 0.0,
+                                       "power_limit": np.inf, "dynamics": "none", "act_early": False}
 
 
 def _as_rotation(rotation, where: str) -> np.ndarray:
@@ -610,15 +619,28 @@ class ModelBuilder:
         return self._parent_index(body, where)
 
     def add_actuator(self, name: str, joint: str, *, kind: str = "motor", gear: float = 1.0, gain: float = 1.0,
-                     bias=(0.0, 0.0, 0.0), ctrl_range=(-np.inf, np.inf), force_range=(-np.inf, np.inf)) -> None:
-        """Add an actuator on the one-dof joint called ``joint`` (affine form of :class:`Actuators`)."""
+                     bias=(0.0, 0.0, 0.0), ctrl_range=(-np.inf, np.inf), force_range=(-np.inf, np.inf),
+                     **options) -> None:
+        """Add an actuator on the one-dof joint called ``joint`` (affine form of :class:`Actuators`;
+        ``options``: the other fields of :class:`Actuators`, defaults :data:`ACTUATOR_OPTIONS`)."""
         where = f"actuator {name!r}"
-        ranges = [_vec(r, 2, where, what) for r, what in ((ctrl_range, "ctrl range"), (force_range, "force range"))]
-        for r, what in zip(ranges, ("ctrl range", "force range")):
+        unknown = sorted(set(options) - set(ACTUATOR_OPTIONS))
+        if unknown:
+            raise ValueError(f"{where}: unknown actuator option {unknown[0]!r} (options: {sorted(ACTUATOR_OPTIONS)})")
+        extra = {**ACTUATOR_OPTIONS, **options}
+        if extra["dynamics"] not in DYNAMICS:
+            raise ValueError(f"{where}: dynamics must be one of {DYNAMICS}, got {extra['dynamics']!r}")
+        ranges = [_vec(r, 2, where, what) for r, what in ((ctrl_range, "ctrl range"), (force_range, "force range"),
+                                                         (extra["act_range"], "act range"))]
+        for r, what in zip(ranges, ("ctrl range", "force range", "act range")):
             if r[0] > r[1]:
                 raise ValueError(f"{where}: {what} lower bound {r[0]} exceeds upper bound {r[1]}")
+        if extra["dynamics"] in ("filter", "filterexact") and not float(extra["time_constant"]) > 0:
+            raise ValueError(f"{where}: a filter needs a positive time_constant, got {extra['time_constant']!r}")
+        extra.update(act_range=ranges[2], gain_slope=_vec(extra["gain_slope"], 2, where, "gain slope"),
+                     act_early=bool(extra["act_early"]))
         self._actuators.append(_Actuator(name, joint, kind, float(gear), float(gain), _vec(bias, 3, where, "bias"),
-                                         ranges[0], ranges[1]))
+                                         ranges[0], ranges[1], extra))
 
     def add_keyframe(self, name: str, q, v) -> None:
         """Add a named state; ``q``/``v`` concatenate the joints in the order they were added."""
@@ -819,12 +841,20 @@ class ModelBuilder:
                 raise ValueError(f"actuator {a.name!r}: joint {a.joint!r} is not a one-dof joint")
             dofs.append(int(topo.v_start[k]))
         acts = self._actuators
+
+        def col(key, width=None):
+            a = np.array([x.extra[key] for x in acts], dtype=np.float64)
+            return arr(a if width is None else a.reshape(-1, width))
+
         return Actuators(
             gear=arr([a.gear for a in acts]), gain=arr([a.gain for a in acts]),
             bias=arr(np.array([a.bias for a in acts]).reshape(-1, 3)),
             ctrl_range=arr(np.array([a.ctrl_range for a in acts]).reshape(-1, 2)),
             force_range=arr(np.array([a.force_range for a in acts]).reshape(-1, 2)),
             names=tuple(a.name for a in acts), kind=tuple(a.kind for a in acts), dof=tuple(dofs),
+            gain_slope=col("gain_slope", 2), time_constant=col("time_constant"), act_range=col("act_range", 2),
+            stall_force=col("stall_force"), back_emf=col("back_emf"), power_limit=col("power_limit"),
+            dynamics=tuple(a.extra["dynamics"] for a in acts), act_early=tuple(a.extra["act_early"] for a in acts),
         )
 
     def _build_keyframes(self, kept, arr) -> Keyframes:

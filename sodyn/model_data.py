@@ -19,18 +19,40 @@ GEOM_TYPES: tuple[str, ...] = ("plane", "hfield", "sphere", "capsule", "ellipsoi
 CONDIMS: tuple[int, ...] = (1, 3, 4, 6)
 
 
+#: Activation dynamics of an actuator (MuJoCo's ``dyntype``): none (the force follows the control),
+#: an integrator ``ȧ = u``, a first-order filter ``ȧ = (u − a) / τ`` integrated by Euler
+#: (``"filter"``) or exactly over the step (``"filterexact"``).
+DYNAMICS: tuple[str, ...] = ("none", "integrator", "filter", "filterexact")
+
+
 class Actuators(eqx.Module):
     """Joint actuators in MuJoCo's affine form (``na`` actuators, each driving one dof).
 
     With ``u = clip(ctrl, ctrl_range)``, actuator length ``l = gear · q[dof]`` and velocity
-    ``l̇ = gear · v[dof]``, the actuator force is
-    ``f = clip(gain · u + bias[0] + bias[1] · l + bias[2] · l̇, force_range)`` and the
-    generalised force ``τ[dof] += gear · f``.  A motor has ``gain = 1``, ``bias = 0``; a
-    position servo ``gain = kp``, ``bias = (0, −kp, −kv)``.  Unlimited ranges are ``±inf``.
+    ``l̇ = gear · v[dof]``, the input ``w`` is ``u`` (``dynamics "none"``) or the actuator's
+    activation ``a`` (a state, :attr:`sodyn.simulate.State.act`), and the actuator force is
 
-    - ``gear``, ``gain (na,)``; ``bias (na, 3)``; ``ctrl_range``, ``force_range (na, 2)``;
-    - static: ``names``, ``kind`` (``"motor"``, ``"position"``, ``"velocity"``,
-      ``"general"``), ``dof`` (index into ``v``).
+        f = clip(g(l, l̇) · w + b(l, l̇), F(l̇)),    g = gain + gain_slope · (l, l̇),
+        b = bias · (1, l, l̇),                       τ[dof] += gear · f
+
+    (MuJoCo's ``gaintype``/``biastype`` ``"affine"``; a motor has ``gain = 1``, ``bias = 0``; a
+    position servo ``gain = kp``, ``bias = (0, −kp, −kv)``).  The force range ``F(l̇)`` is
+    ``force_range`` intersected with the torque–speed envelope of a voltage-limited motor,
+    ``[−τ_s − β l̇, τ_s − β l̇]`` (``stall_force`` ``τ_s``, ``back_emf`` slope ``β``; beyond its
+    no-load speed ``τ_s / β`` the envelope brakes), and with the power limit ``|f l̇| ≤ P``
+    (``power_limit``) where the actuator does work.  Unlimited ranges are ``±inf``.
+
+    Activation dynamics (:data:`DYNAMICS`): ``ȧ = u`` (``"integrator"``) or ``ȧ = (u − a) / τ``
+    (``"filter"``, ``"filterexact"``; ``time_constant`` ``τ``), the activation clipped to
+    ``act_range`` after each step; with ``act_early`` the force uses the next step's
+    activation (MuJoCo's ``actearly``).
+
+    - ``gear``, ``gain``, ``time_constant``, ``stall_force``, ``back_emf``, ``power_limit``
+      ``(na,)``; ``gain_slope (na, 2)``; ``bias (na, 3)``; ``ctrl_range``, ``force_range``,
+      ``act_range (na, 2)``;
+    - static: ``names``, ``kind`` (``"motor"``, ``"position"``, ``"velocity"``, ``"damper"``,
+      ``"intvelocity"``, ``"dc_motor"``, ``"general"``…), ``dof`` (index into ``v``),
+      ``dynamics`` (one of :data:`DYNAMICS` per actuator), ``act_early``.
     """
 
     gear: jax.Array
@@ -38,12 +60,54 @@ class Actuators(eqx.Module):
     bias: jax.Array
     ctrl_range: jax.Array
     force_range: jax.Array
+    gain_slope: jax.Array
+    time_constant: jax.Array
+    act_range: jax.Array
+    stall_force: jax.Array
+    back_emf: jax.Array
+    power_limit: jax.Array
     names: tuple[str, ...] = eqx.field(static=True)
     kind: tuple[str, ...] = eqx.field(static=True)
     dof: tuple[int, ...] = eqx.field(static=True)
+    dynamics: tuple[str, ...] = eqx.field(static=True)
+    act_early: tuple[bool, ...] = eqx.field(static=True)
+
+    def __init__(self, gear, gain, bias, ctrl_range, force_range, names, kind, dof, *, gain_slope=None,
+                 time_constant=None, act_range=None, stall_force=None, back_emf=None, power_limit=None,
+                 dynamics=None, act_early=None):
+        n = len(names)
+        dtype = jnp.asarray(gear).dtype
+
+        def leaf(x, fill, shape):
+            return jnp.full(shape, fill, dtype) if x is None else jnp.asarray(x)
+
+        self.gear, self.gain, self.bias = gear, gain, bias
+        self.ctrl_range, self.force_range = ctrl_range, force_range
+        self.gain_slope = leaf(gain_slope, 0.0, (n, 2))
+        self.time_constant = leaf(time_constant, 1.0, (n,))
+        self.act_range = (jnp.tile(jnp.asarray([-jnp.inf, jnp.inf], dtype), (n, 1)) if act_range is None
+                          else jnp.asarray(act_range))
+        self.stall_force = leaf(stall_force, jnp.inf, (n,))
+        self.back_emf = leaf(back_emf, 0.0, (n,))
+        self.power_limit = leaf(power_limit, jnp.inf, (n,))
+        self.names, self.kind, self.dof = tuple(names), tuple(kind), tuple(dof)
+        self.dynamics = ("none",) * n if dynamics is None else tuple(dynamics)
+        self.act_early = (False,) * n if act_early is None else tuple(bool(x) for x in act_early)
+
+    def __check_init__(self):
+        bad = [d for d in self.dynamics if d not in DYNAMICS]
+        if bad:
+            raise ValueError(f"Actuators: dynamics must be one of {DYNAMICS}, got {bad[0]!r}")
+        if not len(self.dynamics) == len(self.act_early) == len(self.names):
+            raise ValueError("Actuators: dynamics and act_early need one entry per actuator")
 
     def __len__(self) -> int:
         return len(self.names)
+
+    @property
+    def n_act(self) -> int:
+        """Number of activation states (actuators with dynamics), the length of ``State.act``."""
+        return sum(d != "none" for d in self.dynamics)
 
 
 class ContactPairs(eqx.Module):
@@ -366,5 +430,5 @@ class Keyframes(eqx.Module):
         return self.q[k], self.v[k]
 
 
-__all__ = ["CONDIMS", "GEOM_TYPES", "Actuators", "ContactPairs", "Geoms", "HeightFields", "Keyframes",
+__all__ = ["CONDIMS", "DYNAMICS", "GEOM_TYPES", "Actuators", "ContactPairs", "Geoms", "HeightFields", "Keyframes",
            "bounding_radius", "check_geom", "check_height_field"]

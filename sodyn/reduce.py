@@ -101,7 +101,10 @@ def lock_joints(model: Model, joints: Sequence[str | int], q=None) -> Model:
             continue
         b.add_actuator(name, model.joint_names[k], kind=a.kind[i], gear=float(a.gear[i]), gain=float(a.gain[i]),
                        bias=np.asarray(a.bias[i]), ctrl_range=np.asarray(a.ctrl_range[i]),
-                       force_range=np.asarray(a.force_range[i]))
+                       force_range=np.asarray(a.force_range[i]), gain_slope=np.asarray(a.gain_slope[i]),
+                       time_constant=float(a.time_constant[i]), act_range=np.asarray(a.act_range[i]),
+                       stall_force=float(a.stall_force[i]), back_emf=float(a.back_emf[i]),
+                       power_limit=float(a.power_limit[i]), dynamics=a.dynamics[i], act_early=a.act_early[i])
     keep_q = np.concatenate([np.arange(model.nq)[model.joint_q_slice(k)] for k in range(model.n_bodies)
                              if k not in locked])
     keep_v = np.concatenate([np.arange(model.nv)[model.joint_v_slice(k)] for k in range(model.n_bodies)

@@ -180,35 +180,62 @@ def _wider_exclusion(mj, b1: int, b2: int, kept: dict[int, str], excluded) -> li
     return out
 
 
+_DYNAMICS = {0: "none", 1: "integrator", 2: "filter", 3: "filterexact"}
+
+
+def _actuator_kind(gaintype: int, biastype: int, dynamics: str, gain: np.ndarray, bias: np.ndarray) -> str:
+    """MuJoCo's shortcut an actuator was written with, as far as its parameters tell."""
+    if gaintype == 1 and biastype == 0 and dynamics == "none" and gain[0] == 0 and gain[1] == 0 and gain[2] < 0:
+        return "damper"
+    if gaintype != 0:
+        return "general"
+    k = gain[0]
+    if dynamics == "integrator" and bias[0] == 0 and bias[1] == -k and bias[2] <= 0:
+        return "intvelocity"
+    if dynamics != "none":
+        return "general"
+    if k == 1 and not np.any(bias):
+        return "motor"
+    if bias[0] == 0 and bias[1] == -k and bias[2] <= 0:
+        return "position"
+    if bias[0] == 0 and bias[1] == 0 and bias[2] == -k:
+        return "velocity"
+    return "general"
+
+
 def add_actuators(mj, b: ModelBuilder, joint_names, nm, off, unsupported: list[str]) -> None:
+    """MuJoCo's joint actuators with fixed or affine gain, no or affine bias and activation
+    dynamics none, integrator, filter or filterexact (:class:`~sodyn.Actuators`)."""
     import mujoco
 
+    inf = np.array([-np.inf, np.inf])
     for i in range(mj.nu):
         aname = nm(mujoco.mjtObj.mjOBJ_ACTUATOR, i, f"actuator{i}")
         j = int(mj.actuator_trnid[i, 0])
+        gaintype, biastype, dyntype = (int(mj.actuator_gaintype[i]), int(mj.actuator_biastype[i]),
+                                       int(mj.actuator_dyntype[i]))
         ok = (int(mj.actuator_trntype[i]) == int(mujoco.mjtTrn.mjTRN_JOINT) and int(mj.jnt_type[j]) in (2, 3)
-              and int(mj.actuator_dyntype[i]) == int(mujoco.mjtDyn.mjDYN_NONE)
-              and int(mj.actuator_gaintype[i]) == int(mujoco.mjtGain.mjGAIN_FIXED)
-              and int(mj.actuator_biastype[i]) in (int(mujoco.mjtBias.mjBIAS_NONE), int(mujoco.mjtBias.mjBIAS_AFFINE)))
+              and dyntype in _DYNAMICS and gaintype in (0, 1) and biastype in (0, 1)
+              and int(mj.actuator_actnum[i]) == (dyntype != 0))
         if not ok:
-            unsupported.append(f"<actuator name={aname!r}> (only fixed-gain, affine-bias actuators without "
-                               "activation dynamics on a hinge or slide are modelled)")
+            what = ("muscle" if 2 in (gaintype, biastype) or dyntype == 4 else
+                    "user-defined" if 3 in (gaintype, biastype) or dyntype == 5 else None)
+            reason = (f"{what} actuators are not modelled" if what else
+                      "only joint transmissions on a hinge or slide are modelled")
+            unsupported.append(f"<actuator name={aname!r}> ({reason})")
             continue
-        gain = float(mj.actuator_gainprm[i, 0])
-        bias = np.asarray(mj.actuator_biasprm[i, :3], float) if mj.actuator_biastype[i] else np.zeros(3)
-        kind = "general"
-        if gain == 1 and not np.any(bias):
-            kind = "motor"
-        elif bias[0] == 0 and bias[1] == -gain and bias[2] <= 0:
-            kind = "position"
-        elif bias[0] == 0 and bias[1] == 0 and bias[2] == -gain:
-            kind = "velocity"
-        inf = np.array([-np.inf, np.inf])
+        dynamics = _DYNAMICS[dyntype]
+        gain = np.asarray(mj.actuator_gainprm[i, :3], float) * (1.0 if gaintype else np.array([1.0, 0.0, 0.0]))
+        bias = np.asarray(mj.actuator_biasprm[i, :3], float) if biastype else np.zeros(3)
         ctrl = (np.asarray(mj.actuator_ctrlrange[i], float)
                 if mj.actuator_ctrllimited[i] and "clampctrl" not in off else inf)
         force = np.asarray(mj.actuator_forcerange[i], float) if mj.actuator_forcelimited[i] else inf
-        b.add_actuator(aname, joint_names[j], kind=kind, gear=float(mj.actuator_gear[i, 0]), gain=gain, bias=bias,
-                       ctrl_range=ctrl, force_range=force)
+        act = np.asarray(mj.actuator_actrange[i], float) if mj.actuator_actlimited[i] else inf
+        b.add_actuator(aname, joint_names[j], kind=_actuator_kind(gaintype, biastype, dynamics, gain, bias),
+                       gear=float(mj.actuator_gear[i, 0]), gain=float(gain[0]), bias=bias, ctrl_range=ctrl,
+                       force_range=force, gain_slope=gain[1:], dynamics=dynamics,
+                       time_constant=max(float(mj.actuator_dynprm[i, 0]), mujoco.mjMINVAL) if dyntype in (2, 3)
+                       else 1.0, act_range=act, act_early=bool(mj.actuator_actearly[i]))
 
 
 def unsupported_elements(mj, nm, off, with_constraints: bool, out: list[str]) -> None:

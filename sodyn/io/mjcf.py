@@ -208,6 +208,14 @@ def from_mujoco(mj, name: str | None = None, dtype=None, with_constraints: bool 
             # Placement of this joint in the previous sodyn body: undo the previous anchor,
             # move to this one (in MuJoCo body axes, which every body of the chain shares).
             trans = trans + rot @ (anchor - prev_anchor)
+            effort = np.inf
+            if getattr(mj, "jnt_actfrclimited", np.zeros(mj.njnt))[j] and t in (jt.mjJNT_HINGE, jt.mjJNT_SLIDE):
+                lo_f, hi_f = (float(x) for x in mj.jnt_actfrcrange[j])
+                if lo_f == -hi_f:
+                    effort = hi_f
+                else:
+                    unsupported.append(f"<joint name={jname!r} actuatorfrcrange='{lo_f:g} {hi_f:g}'> (only a "
+                                       "symmetric range is modelled, as the effort limit)")
             lower = upper = None
             if mj.jnt_limited[j] and t in (jt.mjJNT_HINGE, jt.mjJNT_SLIDE) and "limit" not in flags_off:
                 lower, upper = float(mj.jnt_range[j][0]), float(mj.jnt_range[j][1])
@@ -240,7 +248,7 @@ def from_mujoco(mj, name: str | None = None, dtype=None, with_constraints: bool 
                 damping=0.0 if "damper" in flags_off else np.asarray(mj.dof_damping[dofs]),
                 armature=np.asarray(mj.dof_armature[dofs]),
                 friction=0.0 if "frictionloss" in flags_off else np.asarray(mj.dof_frictionloss[dofs]),
-                lower=lower, upper=upper,
+                lower=lower, upper=upper, effort_limit=effort,
                 stiffness=0.0 if "spring" in flags_off else float(mj.jnt_stiffness[j]),
                 spring_reference=np.asarray(mj.qpos_spring[qs]), q_neutral=np.asarray(mj.qpos0[qs]),
                 massless_ok=True, check_triangle_inequality=False,

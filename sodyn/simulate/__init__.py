@@ -10,15 +10,25 @@ ground contact, rollouts and batched Monte Carlo.
   :func:`contact_terms`: compliant contact with friction (:mod:`~sodyn.simulate.contact`);
 * :class:`RigidContact`: rigid frictional contact, impulses from the Delassus matrix of the Ω
   recursions by projected Gauss–Seidel (:mod:`~sodyn.simulate.rigid_contact`);
-* :func:`motors`, :func:`position_servos`, :func:`actuator_forces`: controls to forces
-  (:mod:`~sodyn.simulate.actuation`);
+* :func:`motors`, :func:`position_servos`, :func:`velocity_servos`, :func:`pd_servos` (with
+  :func:`servo_control`), :func:`dc_motors` (:mod:`~sodyn.simulate.actuator_builders`) and
+  :func:`actuator_forces` (:mod:`~sodyn.simulate.actuation`): controls and activations to forces;
 * :class:`JointForces`: joint limits, friction loss and springs
   (:mod:`~sodyn.simulate.joint_forces`);
 * :func:`monte_carlo`, :func:`home_state`, :class:`ParameterDistribution`: batched Monte Carlo
   over sampled states and parameters (:mod:`~sodyn.simulate.monte_carlo`).
 """
 
-from sodyn.simulate.actuation import actuator_forces, motors, position_servos
+from sodyn.simulate.actuation import actuator_forces
+from sodyn.simulate.actuator_builders import (
+    dc_motors,
+    motors,
+    pd_servos,
+    position_servos,
+    servo_control,
+    servo_indices,
+    velocity_servos,
+)
 from sodyn.simulate.contact import ContactTerms, contact_terms, restitution_coefficient
 from sodyn.simulate.geom_contact import ContactModel
 from sodyn.simulate.ground import GroundContact
@@ -49,7 +59,8 @@ from sodyn.simulate.stepping import INTEGRATORS, StepForces, step, step_and_forc
 
 __all__ = [
     "RigidContact", "RigidContactSolution", "contact_jacobian", "delassus_matrix", "solve_rigid_contact",
-    "actuator_forces", "contact_terms", "ContactModel", "ContactTerms", "GroundContact", "home_sampler", "home_state",
+    "actuator_forces", "dc_motors", "pd_servos", "servo_control", "servo_indices", "velocity_servos",
+    "contact_terms", "ContactModel", "ContactTerms", "GroundContact", "home_sampler", "home_state",
     "INTEGRATORS", "joint_forces", "joint_potential_energy", "JointForces", "log_uniform_scale", "monte_carlo",
     "MonteCarloResult", "motors", "normal_noise", "ParameterDistribution", "position_servos", "randomize",
     "restitution_coefficient", "Rollout", "rollout", "stable_step", "State", "step", "step_and_forces", "StepForces",

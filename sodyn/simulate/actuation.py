@@ -1,27 +1,40 @@
-"""Actuators: controls to generalised forces.
+"""Actuators: controls and activations to generalised forces (:class:`~sodyn.Actuators`).
 
-An :class:`~sodyn.Actuators` value (loaded from MJCF ``<motor>``/``<position>``/``<velocity>``/
-``<general>``, or built by :func:`motors` and :func:`position_servos`) drives one dof per
-actuator in MuJoCo's affine form.  With ``u = clip(control, ctrl_range)``, length
-``l = gear · q[dof]`` and velocity ``l̇ = gear · v[dof]``:
+With ``u = clip(control, ctrl_range)``, length ``l = gear · q[dof]``, velocity ``l̇ = gear ·
+v[dof]`` and input ``w`` (``u``, or the activation ``a`` of an actuator with dynamics), MuJoCo's
+affine actuator is
 
-    f = clip(gain · u + bias₀ + bias₁ · l + bias₂ · l̇, force_range),      τ[dof] += gear · f
+    f = clip(g · w + b₀ + b₁ l + b₂ l̇, F(l̇)),     g = g₀ + g₁ l + g₂ l̇,      τ[dof] += gear · f
 
-A motor has ``gain = 1``, ``bias = 0``; a position servo ``gain = k_p``,
-``bias = (0, −k_p, −k_v)``.  Without actuators the control is the generalised force itself,
-clipped to the model's effort limits (URDF ``effort``) where they are finite and positive.
+with the force range ``F(l̇)`` of :class:`~sodyn.Actuators` (``force_range`` ∩ the torque–speed
+envelope ``[−τ_s − β l̇, τ_s − β l̇]`` ∩ the power limit ``|f l̇| ≤ P`` where ``f l̇ > 0``).  The
+total actuator force on a dof is then clipped to ``±effort_limit`` (URDF ``effort``, MJCF
+``actuatorfrcrange``), as MuJoCo clips ``qfrc_actuator``.  Without actuators the control is the
+generalised force itself, clipped to the effort limits.
+
+Activations (``State.act``, the actuators with dynamics in order) change at
+
+    ȧ = u  (``"integrator"``),      ȧ = (u − a) / τ  (``"filter"``, ``"filterexact"``)
+
+and :func:`next_activation` advances them over a step ``dt``: ``a + dt ȧ``, or ``a + (u − a)(1 −
+e^{−dt/τ})`` for ``"filterexact"``, clipped to ``act_range`` (MuJoCo's ``mj_nextActivation``);
+an ``act_early`` actuator's force uses that next activation.
+
+:func:`actuator_forces` also returns the per-dof slopes ``−∂τ/∂q`` and ``−∂τ/∂v`` (from the gain
+and bias, or from the saturated bound of the force range: the envelope's ``β``, the power limit's
+``P / l̇²``), which the implicit stepper treats implicitly.  The builders (:func:`motors`,
+:func:`position_servos`, :func:`pd_servos`, :func:`dc_motors`…) are in
+:mod:`sodyn.simulate.actuator_builders`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sodyn.joints import KERNEL_OF
 from sodyn.model import Model
 from sodyn.model_data import Actuators
 from sodyn.static_index import spread_sum
@@ -29,107 +42,107 @@ from sodyn.static_index import spread_sum
 
 class ActuatorTerms(NamedTuple):
     """Generalised force ``force (nv,)``, its stiffness ``−∂τ/∂q`` and damping ``−∂τ/∂v`` per
-    dof (``(nv,)``), and each actuator's force ``actuator_force (na,)``."""
+    dof (``(nv,)``), each actuator's force ``actuator_force (na,)`` and the activations' rate
+    ``act_dot`` (``(n_act,)``, :attr:`~sodyn.Actuators.n_act`)."""
 
     force: jax.Array
     stiffness: jax.Array
     damping: jax.Array
     actuator_force: jax.Array
+    act_dot: jax.Array
 
 
-def _one_dof_joints(model: Model, joints: Sequence[str] | None) -> list[int]:
-    """Body indices of the named one-dof joints (all hinges when ``joints`` is ``None``)."""
-    if joints is None:
-        return [k for k, t in enumerate(model.joint_types) if KERNEL_OF.get(t) == "hinge"]
-    if isinstance(joints, str):
-        raise ValueError(f"joints must be a sequence of joint names, got the string {joints!r}")
-    out = []
-    for name in joints:
-        k = model._joint_index(name)
-        if KERNEL_OF.get(model.joint_types[k]) != "hinge":
-            raise ValueError(f"joints: {name!r} is a {model.joint_types[k]} joint; actuators drive one-dof joints")
-        out.append(k)
-    return out
+def _dynamic_index(actuators: Actuators) -> np.ndarray:
+    """Static indices of the actuators with activation dynamics (the order of ``State.act``)."""
+    return np.array([i for i, d in enumerate(actuators.dynamics) if d != "none"], dtype=np.int32)
 
 
-def _per_actuator(x, n: int, name: str, width: int | None = None) -> np.ndarray:
-    a = np.asarray(x, dtype=np.float64)
-    shape = (n,) if width is None else (n, width)
-    try:
-        return np.broadcast_to(a, shape).copy()
-    except ValueError:
-        raise ValueError(f"{name} must broadcast to {shape}, got shape {a.shape}") from None
+def activation_rate(actuators: Actuators, u: jax.Array, act: jax.Array) -> jax.Array:
+    """``ȧ`` of the actuators with dynamics (module docstring) at clipped controls ``u (na,)``."""
+    idx = _dynamic_index(actuators)
+    if not len(idx):
+        return jnp.zeros(0, u.dtype)
+    integrator = np.array([actuators.dynamics[i] == "integrator" for i in idx])
+    tau = actuators.time_constant[idx]
+    return jnp.where(integrator, u[idx], (u[idx] - act) / jnp.where(integrator, 1.0, tau))
 
 
-def _build(model: Model, bodies: list[int], kind: str, gear, gain, bias, ctrl_range, force_range) -> Actuators:
-    n = len(bodies)
-    dtype = model.mass.dtype
-    names = tuple(model.joint_names[k] for k in bodies)
-    dofs = tuple(int(model.topology.v_start[k]) for k in bodies)
-    if force_range is None:  # URDF effort limits, divided by the gear
-        effort = np.asarray(model.effort_limit, dtype=np.float64)[list(dofs)] if n else np.zeros(0)
-        effort = np.where(effort > 0, effort, np.inf)  # a zero effort means "not given"
-        g = np.abs(_per_actuator(gear, n, "gear"))
-        force_range = np.stack([-effort / g, effort / g], axis=-1)
-    ranges = [_per_actuator(r, n, what, 2) for r, what in ((ctrl_range, "ctrl_range"), (force_range, "force_range"))]
-    for r, what in zip(ranges, ("ctrl_range", "force_range")):
-        bad = np.nonzero(r[:, 0] > r[:, 1])[0]
-        if len(bad):
-            raise ValueError(f"{what}: lower bound exceeds upper bound for joint {names[bad[0]]!r}")
-
-    def arr(x):
-        return jnp.asarray(x, dtype)
-
-    return Actuators(gear=arr(_per_actuator(gear, n, "gear")), gain=arr(_per_actuator(gain, n, "gain")),
-                     bias=arr(_per_actuator(bias, n, "bias", 3)), ctrl_range=arr(ranges[0]),
-                     force_range=arr(ranges[1]), names=names, kind=(kind,) * n, dof=dofs)
+def next_activation(actuators: Actuators, act: jax.Array, act_dot: jax.Array, dt) -> jax.Array:
+    """The activations after a step ``dt`` (module docstring), clipped to ``act_range``."""
+    idx = _dynamic_index(actuators)
+    if not len(idx):
+        return act
+    exact = np.array([actuators.dynamics[i] == "filterexact" for i in idx])
+    tau = jnp.where(exact, actuators.time_constant[idx], 1.0)
+    span = jnp.where(exact, tau * -jnp.expm1(-dt / tau), dt)
+    return jnp.clip(act + span * act_dot, actuators.act_range[idx, 0], actuators.act_range[idx, 1])
 
 
-def motors(model: Model, joints: Sequence[str] | None = None, *, gear=1.0, ctrl_range=(-np.inf, np.inf),
-           force_range=None) -> Actuators:
-    """Torque (force) motors on ``joints`` (default: every one-dof joint): ``τ = gear · u``.
+def _force_range(act: Actuators, rate: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+    """The force range ``[lo, hi]`` at actuator velocity ``rate`` and the bounds' slopes
+    ``∂lo/∂l̇``, ``∂hi/∂l̇`` (module docstring)."""
+    lo, hi = act.force_range[:, 0], act.force_range[:, 1]
+    zero = jnp.zeros_like(rate)
+    d_lo, d_hi = zero, zero
+    beta = act.back_emf
+    env_hi, env_lo = act.stall_force - beta * rate, -act.stall_force - beta * rate
+    d_hi = jnp.where(env_hi < hi, -beta, d_hi)
+    hi = jnp.minimum(hi, env_hi)
+    d_lo = jnp.where(env_lo > lo, -beta, d_lo)
+    lo = jnp.maximum(lo, env_lo)
+    power = act.power_limit
+    finite = jnp.isfinite(power)
+    speed = jnp.where(rate != 0, jnp.abs(rate), 1.0)
+    p_bound = jnp.where(finite, power, 0.0) / speed
+    p_slope = -p_bound / speed * jnp.sign(rate)    # ∂(±P/|l̇|)/∂l̇ on the driving side
+    cap_hi = finite & (rate > 0) & (p_bound < hi)
+    cap_lo = finite & (rate < 0) & (-p_bound > lo)
+    hi, d_hi = jnp.where(cap_hi, p_bound, hi), jnp.where(cap_hi, p_slope, d_hi)
+    lo, d_lo = jnp.where(cap_lo, -p_bound, lo), jnp.where(cap_lo, p_slope, d_lo)
+    return lo, hi, d_lo, d_hi
 
-    ``force_range`` defaults to the joints' effort limits (``±inf`` where they have none).
-    """
-    bodies = _one_dof_joints(model, joints)
-    return _build(model, bodies, "motor", gear, 1.0, (0.0, 0.0, 0.0), ctrl_range, force_range)
 
-
-def position_servos(model: Model, joints: Sequence[str] | None = None, *, kp, kv=0.0, gear=1.0,
-                    ctrl_range=(-np.inf, np.inf), force_range=None) -> Actuators:
-    """PD position servos: ``f = k_p (u − l) − k_v l̇`` with ``l = gear · q``, the control
-    ``u`` the target position (MJCF ``<position kp kv>``)."""
-    bodies = _one_dof_joints(model, joints)
-    n = len(bodies)
-    kp, kv = _per_actuator(kp, n, "kp"), _per_actuator(kv, n, "kv")
-    bias = np.stack([np.zeros(n), -kp, -kv], axis=-1)
-    return _build(model, bodies, "position", gear, kp, bias, ctrl_range, force_range)
-
-
-def actuator_forces(model: Model, actuators: Actuators | None, q: jax.Array, v: jax.Array,
-                    control: jax.Array) -> ActuatorTerms:
-    """The generalised actuator force for ``control`` ``(na,)`` (``(nv,)`` without actuators)."""
+def actuator_forces(model: Model, actuators: Actuators | None, q: jax.Array, v: jax.Array, control: jax.Array,
+                    act: jax.Array | None = None, dt=None) -> ActuatorTerms:
+    """The generalised actuator force for ``control`` ``(na,)`` (``(nv,)`` without actuators) and
+    activations ``act`` ``(n_act,)`` (zeros when ``None``); ``dt`` is needed by ``act_early``
+    actuators."""
     dtype = q.dtype
+    effort = model.effort_limit.astype(dtype)
+    limit = jnp.where(effort > 0, effort, jnp.inf)  # a zero effort means "not given"
     if actuators is None:
-        effort = model.effort_limit.astype(dtype)
-        limit = jnp.where(effort > 0, effort, jnp.inf)  # a zero effort means "not given"
         tau = jnp.clip(control, -limit, limit)
         zero = jnp.zeros(model.nv, dtype)
-        return ActuatorTerms(tau, zero, zero, tau)
-    act = jax.tree_util.tree_map(lambda x: x.astype(dtype), actuators)
-    dof = np.asarray(act.dof, dtype=np.int32)
-    u = jnp.clip(control, act.ctrl_range[:, 0], act.ctrl_range[:, 1])
-    length, rate = act.gear * q[_q_index(model, dof)], act.gear * v[dof]
-    raw = act.gain * u + act.bias[:, 0] + act.bias[:, 1] * length + act.bias[:, 2] * rate
-    f = jnp.clip(raw, act.force_range[:, 0], act.force_range[:, 1])
-    free = (raw > act.force_range[:, 0]) & (raw < act.force_range[:, 1])  # not saturated
-    g2 = act.gear * act.gear
-    return ActuatorTerms(
-        spread_sum(act.gear * f, dof, model.nv),
-        spread_sum(jnp.where(free, jnp.maximum(-g2 * act.bias[:, 1], 0.0), 0.0), dof, model.nv),
-        spread_sum(jnp.where(free, jnp.maximum(-g2 * act.bias[:, 2], 0.0), 0.0), dof, model.nv),
-        f,
-    )
+        return ActuatorTerms(tau, zero, zero, tau, jnp.zeros(0, dtype))
+    a = jax.tree_util.tree_map(lambda x: x.astype(dtype), actuators)
+    dof = np.asarray(a.dof, dtype=np.int32)
+    idx = _dynamic_index(a)
+    act = jnp.zeros(len(idx), dtype) if act is None else act
+    u = jnp.clip(control, a.ctrl_range[:, 0], a.ctrl_range[:, 1])
+    act_dot = activation_rate(a, u, act)
+    w = u
+    if len(idx):
+        early = np.array([a.act_early[i] for i in idx])
+        used = act
+        if early.any():
+            if dt is None:
+                raise ValueError("actuators with act_early need the step's dt")
+            used = jnp.where(early, next_activation(a, act, act_dot, dt), act)
+        w = u.at[idx].set(used)
+    length, rate = a.gear * q[_q_index(model, dof)], a.gear * v[dof]
+    gain = a.gain + a.gain_slope[:, 0] * length + a.gain_slope[:, 1] * rate
+    raw = gain * w + a.bias[:, 0] + a.bias[:, 1] * length + a.bias[:, 2] * rate
+    lo, hi, d_lo, d_hi = _force_range(a, rate)
+    f = jnp.clip(raw, lo, hi)
+    df_dl = jnp.where((raw > lo) & (raw < hi), a.gain_slope[:, 0] * w + a.bias[:, 1], 0.0)
+    df_drate = jnp.where(raw >= hi, d_hi, jnp.where(raw <= lo, d_lo, a.gain_slope[:, 1] * w + a.bias[:, 2]))
+    g2 = a.gear * a.gear
+    total = spread_sum(a.gear * f, dof, model.nv)
+    inside = jnp.abs(total) < limit
+    clipped = jnp.clip(total, -limit, limit)
+    stiffness = spread_sum(jnp.maximum(-g2 * df_dl, 0.0), dof, model.nv)
+    damping = spread_sum(jnp.maximum(-g2 * df_drate, 0.0), dof, model.nv)
+    return ActuatorTerms(clipped, jnp.where(inside, stiffness, 0.0), jnp.where(inside, damping, 0.0), f, act_dot)
 
 
 def _q_index(model: Model, dof: np.ndarray) -> np.ndarray:
@@ -144,4 +157,10 @@ def control_size(model: Model, actuators: Actuators | None) -> int:
     return model.nv if actuators is None else len(actuators)
 
 
-__all__ = ["ActuatorTerms", "actuator_forces", "control_size", "motors", "position_servos"]
+def activation_size(actuators: Actuators | None) -> int:
+    """Length of ``State.act``: the number of actuators with activation dynamics."""
+    return 0 if actuators is None else actuators.n_act
+
+
+__all__ = ["ActuatorTerms", "activation_rate", "activation_size", "actuator_forces", "control_size",
+           "next_activation"]

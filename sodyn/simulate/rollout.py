@@ -127,9 +127,9 @@ def rollout(model: Model, state: State, controls: jax.Array | Policy | None, dt,
     check_step_options(integrator, substeps)
     checks = "full" if checked else check_checks_option(checks)
     check_dt(dt)
-    state = check_state_value(model, state)
-    dtype = state.q.dtype
     forces = resolve_forces(model, actuators, joint_forces, contact, constraints)
+    state = check_state_value(model, state, forces)
+    dtype = state.q.dtype
     warn_if_stiff(model, forces, dt, substeps, integrator, stacklevel=2)
     nu = control_size(model, forces.actuators)
     policy = controls if callable(controls) else None
@@ -144,7 +144,7 @@ def rollout(model: Model, state: State, controls: jax.Array | Policy | None, dt,
     watch = StateWatch(model, nu) if checks == "full" else None
     if checks != "off":
         dt = checked_dt(dt)
-        state = State(checked_quaternions(model, state.q), state.v, state.t)
+        state = State(checked_quaternions(model, state.q), state.v, state.t, state.act)
         if control_xs is not None and checks == "cheap":
             control_xs = checked_controls(control_xs, first_step=1)
 
@@ -158,7 +158,7 @@ def rollout(model: Model, state: State, controls: jax.Array | Policy | None, dt,
             if checks == "cheap":
                 first = jnp.where(first >= 0, first, _first_bad_control(index, u))
         new, rec = advance(model, forces, s, u, f, dt, integrator, substeps)
-        new = State(new.q, new.v, step_times(t0, index, dt, dt_lo))
+        new = State(new.q, new.v, step_times(t0, index, dt, dt_lo), new.act)
         if watch is not None:
             first = watch.update(first, index, u, new.q, new.v)
         tau = rec.actuator + rec.joint

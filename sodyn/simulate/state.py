@@ -35,7 +35,9 @@ def state_array(x, dtype, name: str) -> jax.Array:
 
 
 class State(eqx.Module):
-    """A point of a trajectory: ``q (nq,)`` on the joint manifold, ``v (nv,)`` and time ``t ()``.
+    """A point of a trajectory: ``q (nq,)`` on the joint manifold, ``v (nv,)``, time ``t ()``
+    and the actuators' activations ``act (n_act,)`` (:attr:`sodyn.Actuators.n_act`: the
+    actuators with activation dynamics, in order; empty without them).
 
     The compliant contact model is memoryless, so this is all a step needs.  Batched states
     (Monte Carlo, trajectories) are ``State`` values whose leaves carry leading axes.
@@ -49,10 +51,13 @@ class State(eqx.Module):
     q: jax.Array
     v: jax.Array
     t: jax.Array
+    act: jax.Array = eqx.field(default_factory=lambda: jnp.zeros(0))
 
     @classmethod
-    def initial(cls, model: Model, q=None, v=None, t=0.0) -> State:
-        """A state at ``(q, v, t)``; ``q`` defaults to the neutral configuration, ``v`` to zero.
+    def initial(cls, model: Model, q=None, v=None, t=0.0, act=None, *, actuators=None) -> State:
+        """A state at ``(q, v, t, act)``; ``q`` defaults to the neutral configuration, ``v`` and
+        the activations ``act`` to zero (an empty ``act`` is the zero activation).  The number of
+        activations is that of ``actuators`` (default: the model's).
 
         ``q``, ``v`` and ``t`` take the model's dtype (``model.mass.dtype``; change it with
         :meth:`~sodyn.Model.astype`): integers are cast, float16/bfloat16 and complex values
@@ -67,4 +72,11 @@ class State(eqx.Module):
         t = state_array(t, dtype, "t")
         if t.ndim != 0:
             raise ValueError(f"t must be a scalar time, got shape {t.shape} (for a batch, use jax.vmap)")
-        return cls(q, v, t)
+        n_act = (model.actuators if actuators is None else actuators).n_act
+        act = jnp.zeros(n_act, dtype) if act is None else state_array(act, dtype, "act")
+        if act.shape == (0,) and n_act:
+            act = jnp.zeros(n_act, dtype)
+        if act.shape != (n_act,):
+            raise ValueError(f"act must have shape ({n_act},) (one activation per actuator with dynamics), "
+                             f"got {act.shape}")
+        return cls(q, v, t, act)

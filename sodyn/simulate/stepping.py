@@ -76,7 +76,7 @@ from sodyn.constraints import LoopClosures
 from sodyn.model import Model
 from sodyn.model_data import Actuators
 from sodyn.runtime.batching import chunked_when_vmapped
-from sodyn.simulate.actuation import actuator_forces, control_size
+from sodyn.simulate.actuation import actuator_forces, control_size, next_activation
 from sodyn.simulate.checks import (
     StateWatch,
     check_checks_option,
@@ -164,9 +164,10 @@ def check_control(model: Model, forces: Forces, control, dtype) -> jax.Array:
     return u
 
 
-def _terms(model: Model, forces: Forces, q, v, control, f_ext, dt):
-    """Actuator, joint and contact terms at ``(q, v)``; contact linearized when ``dt`` is given."""
-    act = actuator_forces(model, forces.actuators, q, v, control)
+def _terms(model: Model, forces: Forces, q, v, control, f_ext, dt, activation, step_dt=None):
+    """Actuator, joint and contact terms at ``(q, v)`` and ``activation``; contact linearized
+    when ``dt`` is given (``step_dt``: the step, for ``act_early`` actuators)."""
+    act = actuator_forces(model, forces.actuators, q, v, control, activation, step_dt if dt is None else dt)
     joint = joint_forces(model, forces.joint, q, v)
     contact = None
     if forces.contact is not None:
@@ -177,11 +178,22 @@ def _terms(model: Model, forces: Forces, q, v, control, f_ext, dt):
     return act, joint, contact, f_ext, recorded
 
 
-def _explicit_acceleration(model, forces, q, v, control, f_ext, dt=None):
-    act, joint, _, f, recorded = _terms(model, forces, q, v, control, f_ext, None)
+def _explicit_acceleration(model, forces, q, v, control, f_ext, activation, dt=None, step_dt=None):
+    act, joint, _, f, recorded = _terms(model, forces, q, v, control, f_ext, None, activation,
+                                        dt if step_dt is None else step_dt)
     if forces.constraints is not None:
-        return _closed_acceleration(model, forces.constraints, q, v, act.force + joint.force, f, None, dt, recorded)
-    return forward_dynamics(model, q, v, act.force + joint.force, f), recorded
+        a, recorded = _closed_acceleration(model, forces.constraints, q, v, act.force + joint.force, f, None, dt,
+                                           recorded)
+        return a, recorded, act.act_dot
+    return forward_dynamics(model, q, v, act.force + joint.force, f), recorded, act.act_dot
+
+
+def _next_act(forces: Forces, state: State, act_dot, dt) -> jax.Array:
+    """The activations after the step (:func:`~sodyn.simulate.actuation.next_activation`)."""
+    if forces.actuators is None:
+        return state.act
+    actuators = jax.tree_util.tree_map(lambda x: x.astype(state.q.dtype), forces.actuators)
+    return next_activation(actuators, state.act, act_dot, dt)
 
 
 def _closed_acceleration(model, closures, q, v, tau, f_ext, added, dt, recorded, v_start=None):
@@ -198,7 +210,7 @@ def _closed_acceleration(model, closures, q, v, tau, f_ext, added, dt, recorded,
 
 def _implicit_step(model, forces, state, control, f_ext, dt):
     q, v = state.q, state.v
-    act, joint, contact, f, recorded = _terms(model, forces, q, v, control, f_ext, dt)
+    act, joint, contact, f, recorded = _terms(model, forces, q, v, control, f_ext, dt, state.act)
     stiffness = act.stiffness + joint.stiffness
     damping = act.damping + joint.damping + model.damping.astype(q.dtype)
     diagonal = model.armature.astype(q.dtype) + dt * damping + dt * dt * stiffness
@@ -238,21 +250,24 @@ def _implicit_step(model, forces, state, control, f_ext, dt):
         recorded = recorded._replace(contact=applied_force(model, forces.contact, contact.linearization, q,
                                                            contact.force, a))
     v_next = v + dt * a
-    return State(integrate(model, q, v_next, dt), v_next, state.t + dt), recorded
+    return (State(integrate(model, q, v_next, dt), v_next, state.t + dt, _next_act(forces, state, act.act_dot, dt)),
+            recorded)
 
 
 def _semi_implicit_step(model, forces, state, control, f_ext, dt):
-    a, recorded = _explicit_acceleration(model, forces, state.q, state.v, control, f_ext, dt)
+    a, recorded, act_dot = _explicit_acceleration(model, forces, state.q, state.v, control, f_ext, state.act, dt)
     v_next = state.v + dt * a
-    return State(integrate(model, state.q, v_next, dt), v_next, state.t + dt), recorded
+    return (State(integrate(model, state.q, v_next, dt), v_next, state.t + dt, _next_act(forces, state, act_dot, dt)),
+            recorded)
 
 
 def _rk4_step(model, forces, state, control, f_ext, dt):
     q, v = state.q, state.v
 
     def stage(xi, w):
-        a, rec = _explicit_acceleration(model, forces, integrate(model, q, xi), w, control, f_ext)
-        return chart_rate(model, xi, w), a, rec
+        a, rec, act_dot = _explicit_acceleration(model, forces, integrate(model, q, xi), w, control, f_ext,
+                                                 state.act, step_dt=dt)
+        return chart_rate(model, xi, w), a, (rec, act_dot)
 
     zero = jnp.zeros_like(v)
     k1 = stage(zero, v)
@@ -261,7 +276,8 @@ def _rk4_step(model, forces, state, control, f_ext, dt):
     k4 = stage(dt * k3[0], v + dt * k3[1])
     xi = dt / 6.0 * (k1[0] + 2.0 * k2[0] + 2.0 * k3[0] + k4[0])
     v_next = v + dt / 6.0 * (k1[1] + 2.0 * k2[1] + 2.0 * k3[1] + k4[1])
-    return State(integrate(model, q, xi), v_next, state.t + dt), k1[2]
+    recorded, act_dot = k1[2]
+    return State(integrate(model, q, xi), v_next, state.t + dt, _next_act(forces, state, act_dot, dt)), recorded
 
 
 _STEPPERS = {"implicit": _implicit_step, "semi_implicit": _semi_implicit_step, "rk4": _rk4_step}
@@ -273,7 +289,7 @@ def _with_rigid_contact(stepper):
     def rigid_step(model, forces, state, control, f_ext, dt):
         free, recorded = stepper(model, Forces(forces.actuators, forces.joint, None), state, control, f_ext, dt)
         new, force = rigid_contact_step(model, forces.contact, state, free.v, dt)
-        return new, recorded._replace(contact=force)
+        return State(new.q, new.v, new.t, free.act), recorded._replace(contact=force)
 
     return rigid_step
 
@@ -339,11 +355,15 @@ def check_step_options(integrator: str, substeps) -> None:
         raise ValueError(f"substeps must be a positive integer, got {substeps!r}")
 
 
-def check_state_value(model: Model, state: State) -> State:
-    """``state`` checked and cast to the model's dtype (:meth:`State.initial`)."""
+def check_state_value(model: Model, state: State, forces: Forces | None = None) -> State:
+    """``state`` checked and cast to the model's dtype (:meth:`State.initial`); its activations
+    sized for ``forces.actuators`` (default: the model's)."""
     if not isinstance(state, State):
         raise ValueError(f"state must be an sodyn.State (State.initial(model, q, v)), got {type(state).__name__}")
-    return State.initial(model, state.q, state.v, state.t)
+    actuators = None if forces is None else forces.actuators
+    if actuators is None:
+        actuators = model.actuators
+    return State.initial(model, state.q, state.v, state.t, state.act, actuators=actuators)
 
 
 def step_and_forces(model: Model, state: State, control, dt, *, integrator: str = "implicit", contact=None,
@@ -354,8 +374,8 @@ def step_and_forces(model: Model, state: State, control, dt, *, integrator: str 
     check_step_options(integrator, substeps)
     checks = check_checks_option(checks)
     check_dt(dt)
-    state = check_state_value(model, state)
     forces = resolve_forces(model, actuators, joint_forces, contact, constraints)
+    state = check_state_value(model, state, forces)
     warn_if_stiff(model, forces, dt, substeps, integrator, stacklevel=2)
     control = check_control(model, forces, control, state.q.dtype)
     f_ext = check_f_ext(model, f_ext, state.q.dtype)
@@ -363,7 +383,7 @@ def step_and_forces(model: Model, state: State, control, dt, *, integrator: str 
     if checks != "off":
         dt = checked_dt(dt)
         control = checked_controls(control)
-        state = State(checked_quaternions(model, state.q), state.v, state.t)
+        state = State(checked_quaternions(model, state.q), state.v, state.t, state.act)
     new, recorded = advance(model, forces, state, control, f_ext, dt, integrator, substeps)
     if checks == "full":
         watch = StateWatch(model, control.shape[0])
