@@ -55,7 +55,9 @@ class Model(eqx.Module):
       their body (``frame_body``, ``-1`` = world);
     - ``gravity (3,)``; ``damping``, ``armature``, ``friction``, ``velocity_limit``,
       ``effort_limit``, ``stiffness`` ``(nv,)``; ``lower_limit``, ``upper_limit``,
-      ``spring_reference``, ``q_neutral`` ``(nq,)``;
+      ``spring_reference``, ``q_neutral`` ``(nq,)``; ``gravcomp (n, 4)``: the mass ``m̃`` that
+      gravity compensation carries on each body and its first moment ``m̃ c̃`` (body frame),
+      zero without it (MuJoCo's body ``gravcomp``, :func:`sodyn.simulate.gravity_compensation`);
     - ``actuators`` (:class:`Actuators`), ``geoms`` (:class:`Geoms`) and ``keyframes``
       (:class:`Keyframes`): data the loaders keep for the actuator, contact and simulation
       code (empty when the source has none).
@@ -85,6 +87,7 @@ class Model(eqx.Module):
     stiffness: jax.Array
     spring_reference: jax.Array
     q_neutral: jax.Array
+    gravcomp: jax.Array
     actuators: "Actuators"
     geoms: "Geoms"
     keyframes: "Keyframes"
@@ -217,7 +220,7 @@ def _check_no_overflow(name: str, before: np.ndarray, after: np.ndarray, dtype) 
 # parameters that must be finite (the limits may be ±inf: unlimited)
 _FINITE_FIELDS = ("mass", "com", "inertia", "tree_rotation", "tree_translation", "axis", "pitch", "frame_rotation",
                   "frame_translation", "gravity", "damping", "armature", "friction", "stiffness",
-                  "spring_reference", "q_neutral")
+                  "spring_reference", "q_neutral", "gravcomp")
 
 
 def _check_built_values(model: Model) -> None:
@@ -258,6 +261,7 @@ class _Body:
     stiffness: np.ndarray
     spring_reference: np.ndarray
     q_neutral: np.ndarray
+    gravcomp: float = 0.0
 
 
 @dataclasses.dataclass
@@ -416,6 +420,7 @@ class ModelBuilder:
         stiffness=0.0,
         spring_reference=None,
         q_neutral=None,
+        gravcomp: float = 0.0,
         massless_ok: bool = False,
         check_triangle_inequality: bool = True,
         validate_inertia: bool = True,
@@ -432,7 +437,9 @@ class ModelBuilder:
         classified and reported the inertia).  ``stiffness`` (per dof) and
         ``spring_reference`` (per ``q``, default ``q_neutral``) describe a joint spring;
         ``q_neutral`` is the joint's neutral configuration (default: zero angles, identity
-        quaternions).  Returns the body's index in the builder.
+        quaternions).  ``gravcomp`` is the share of the body's weight that gravity compensation
+        carries (MuJoCo's body ``gravcomp``: 1 floats the body).  Returns the body's index in
+        the builder.
         """
         where = f"body {name!r}"
         if not isinstance(name, str) or not name:
@@ -481,8 +488,10 @@ class ModelBuilder:
             velocity_limit=_vec(velocity_limit, nv, where, "velocity limit"),
             effort_limit=_vec(effort_limit, nv, where, "effort limit"),
             stiffness=_vec(stiffness, nv, where, "stiffness"), spring_reference=spring_ref,
-            q_neutral=neutral,
+            q_neutral=neutral, gravcomp=float(gravcomp),
         )
+        if not np.isfinite(body.gravcomp):
+            raise ValueError(f"{where}: gravcomp must be finite, got {gravcomp!r}")
         if np.any(body.damping < 0) or np.any(body.armature < 0):
             raise ValueError(f"{where}: damping and armature must be non-negative")
         if np.any(body.stiffness < 0):
@@ -715,6 +724,7 @@ class ModelBuilder:
         mass = np.zeros(n)
         first_moment = np.zeros((n, 3))
         second = np.zeros((n, 3, 3))  # inertia about the body origin
+        compensated = np.zeros((n, 4))  # gravity compensation's mass and first moment
         for i in order:
             k = owner[i]
             if k == WORLD:
@@ -724,6 +734,7 @@ class ModelBuilder:
             c = r @ b.com + p
             mass[k] += b.mass
             first_moment[k] += b.mass * c
+            compensated[k] += b.gravcomp * b.mass * np.concatenate([[1.0], c])
             second[k] += r @ b.inertia @ r.T + b.mass * (c @ c * np.eye(3) - np.outer(c, c))
         com = np.zeros((n, 3))
         inertia = np.zeros((n, 3, 3))
@@ -785,7 +796,8 @@ class ModelBuilder:
             lower_limit=arr(cat("lower")), upper_limit=arr(cat("upper")),
             velocity_limit=arr(cat("velocity_limit")), effort_limit=arr(cat("effort_limit")),
             stiffness=arr(cat("stiffness")), spring_reference=arr(cat("spring_reference")),
-            q_neutral=arr(cat("q_neutral")), actuators=actuators, geoms=geoms, keyframes=keyframes,
+            q_neutral=arr(cat("q_neutral")), gravcomp=arr(compensated), actuators=actuators, geoms=geoms,
+            keyframes=keyframes,
             topology=topo,
             body_names=tuple(bodies[i].name for i in kept),
             joint_names=tuple(bodies[i].joint_name for i in kept),

@@ -57,14 +57,17 @@ def lock_joints(model: Model, joints: Sequence[str | int], q=None) -> Model:
     arrays = {k: np.asarray(getattr(model, k)) for k in (
         "mass", "com", "inertia", "tree_rotation", "tree_translation", "axis", "pitch", "damping", "armature",
         "friction", "lower_limit", "upper_limit", "velocity_limit", "effort_limit", "stiffness", "spring_reference",
-        "q_neutral", "frame_rotation", "frame_translation", "gravity")}
+        "q_neutral", "frame_rotation", "frame_translation", "gravity", "gravcomp")}
     b = ModelBuilder(gravity=arrays["gravity"], name=model.name)
     names = model.body_names
     for k, (t, jname) in enumerate(zip(model.joint_types, model.joint_names, strict=True)):
         parent = int(model.parent[k])
         qs, vs = model.joint_q_slice(k), model.joint_v_slice(k)
         rot, trans = arrays["tree_rotation"][k], arrays["tree_translation"][k]
-        common = dict(mass=float(arrays["mass"][k]), com=arrays["com"][k], inertia=arrays["inertia"][k],
+        mass = float(arrays["mass"][k])
+        # the compensated share of the body's weight (exact unless merged links had different shares)
+        common = dict(mass=mass, com=arrays["com"][k], inertia=arrays["inertia"][k],
+                      gravcomp=float(arrays["gravcomp"][k, 0]) / mass if mass > 0 else 0.0,
                       massless_ok=True, validate_inertia=False)
         parent_name = None if parent == WORLD else names[parent]
         if k in locked:

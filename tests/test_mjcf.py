@@ -252,10 +252,13 @@ def test_options_and_model_data():
     with pytest.warns(sd.UnsupportedElementWarning) as rec:
         model = load_mjcf(OPTIONS)
     (w,) = [r.message for r in rec if isinstance(r.message, sd.LoadWarning)]
-    for element in ("<tendon name='cord'>", "<body name='cart' gravcomp=0.5>",
+    for element in ("<tendon name='cord'>",
                     "<option density=1.2 viscosity=0.01> (fluid forces)", "<actuator name='muscle'>"):
         assert element in str(w) and element in w.elements[[element in e for e in w.elements].index(True)]
+    assert "gravcomp" not in str(w)
     mj = mujoco.MjModel.from_xml_string(OPTIONS)
+    np.testing.assert_allclose(model.gravcomp[0], [0.5 * 2.5, 0, 0, 0], atol=1e-15)   # the cart's two geoms
+    np.testing.assert_array_equal(model.gravcomp[1], 0)
     np.testing.assert_array_equal(model.gravity, [0, 0, 0])  # <flag gravity="disable"/>
     np.testing.assert_array_equal(model.damping, 0)  # <flag damper="disable"/>
     np.testing.assert_array_equal(model.friction, [0] * 6 + [0.3])

@@ -6,7 +6,8 @@ Per file, against the compiled ``mujoco.MjModel`` and its ``MjData`` at a random
 * the data sodyn keeps: gravity (after ``<flag gravity>``), joint ranges, damping, armature,
   friction loss, stiffness and spring reference, ``qpos0`` (sodyn's neutral configuration),
   keyframes, collision geoms (type, size, friction and world pose), actuators (the
-  generalised force ``qfrc_actuator`` they produce for random controls) and equality
+  generalised force ``qfrc_actuator`` they produce and the activations' rate ``act_dot`` for
+  random controls and activations), gravity compensation (``qfrc_gravcomp``) and equality
   constraints (their residuals equal MuJoCo's ``efc_pos`` rows);
 * every element sodyn does not model is named in the one ``UnsupportedElementWarning``;
 * ``M`` (``mj_fullM``), inverse dynamics (``mj_rne``) and, where ``M`` is regular, the
@@ -81,7 +82,8 @@ def disabled(mj, name):
 
 def without_unmodelled(mj):
     """A copy of the MuJoCo model without the forces sodyn does not model (each is named in
-    the UnsupportedElementWarning that the test checks)."""
+    the UnsupportedElementWarning that the test checks) and without gravity compensation
+    (checked on its own, :func:`check_gravcomp`)."""
     m = copy.deepcopy(mj)
     m.body_gravcomp[:] = 0
     m.opt.density = m.opt.viscosity = 0.0
@@ -102,7 +104,8 @@ def expected_unsupported(mj, model):
     obj = mujoco.mjtObj
     name = lambda kind, i, fallback: mujoco.mj_id2name(mj, kind, int(i)) or f"{fallback}{i}"  # noqa: E731
     names += [f"<tendon name={name(obj.mjOBJ_TENDON, t, 'tendon')!r}>" for t in range(mj.ntendon)]
-    names += [f"<body name={name(obj.mjOBJ_BODY, i, 'body')!r} gravcomp" for i in np.flatnonzero(mj.body_gravcomp)]
+    names += [f"<joint name={name(obj.mjOBJ_JOINT, j, 'joint')!r} actuatorgravcomp"
+              for j in np.flatnonzero(mj.jnt_actgravcomp)]
     if mj.opt.density or mj.opt.viscosity:
         names.append("(fluid forces)")
     if not disabled(mj, "contact") and not disabled(mj, "constraint"):
@@ -145,6 +148,7 @@ def test_mjcf_against_mujoco(key):
     check_geoms(model, mj, qpos, out)
     check_actuators(model, mj, qpos, qvel, rng)
     check_springs(model, mj, qpos)
+    check_gravcomp(model, mj, qpos)
     check_equality(model, eq, mj, qpos, out)
 
 
@@ -262,11 +266,14 @@ def check_actuators(model, mj, qpos, qvel, rng):
     d = mujoco.MjData(m)
     d.qpos[:], d.qvel[:] = qpos, qvel
     d.ctrl[:] = rng.uniform(-2, 2, m.nu)
+    d.act[:] = rng.uniform(-2, 2, m.na)
     mujoco.mj_forward(m, d)
-    ctrl = {mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_ACTUATOR, i) or f"actuator{i}": d.ctrl[i] for i in range(m.nu)}
-    control = np.array([ctrl[name] for name in model.actuators.names])
-    tau = sd.simulate.actuator_forces(model, model.actuators, qpos, qvel, control).force
-    assert rel_err(tau, d.qfrc_actuator) < TOL
+    index = {mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_ACTUATOR, i) or f"actuator{i}": i for i in range(m.nu)}
+    ids = [index[name] for name in model.actuators.names]
+    act = np.array([d.act[m.actuator_actadr[i]] for i in ids if m.actuator_dyntype[i]])
+    terms = sd.simulate.actuator_forces(model, model.actuators, qpos, qvel, d.ctrl[ids], act, m.opt.timestep)
+    assert rel_err(terms.force, d.qfrc_actuator) < TOL
+    assert rel_err(terms.act_dot, [d.act_dot[m.actuator_actadr[i]] for i in ids if m.actuator_dyntype[i]]) < TOL
 
 
 def check_springs(model, mj, qpos):
@@ -275,10 +282,19 @@ def check_springs(model, mj, qpos):
     d = mujoco.MjData(m)
     d.qpos[:] = qpos
     mujoco.mj_forward(m, d)
-    springs_only = sd.simulate.JointForces(limits=False, friction=False)
+    springs_only = sd.simulate.JointForces(limits=False, friction=False, gravcomp=False)
     tau = sd.simulate.joint_forces(model, springs_only, qpos, np.zeros(model.nv)).force
     hinges = [m.jnt_dofadr[j] for j in range(m.njnt) if m.jnt_type[j] in (2, 3)]
     assert rel_err(np.asarray(tau)[hinges], d.qfrc_spring[hinges]) < TOL
+
+
+def check_gravcomp(model, mj, qpos):
+    """qfrc_gravcomp: ``sd.simulate.gravity_compensation`` (body ``gravcomp``)."""
+    d = mujoco.MjData(mj)
+    d.qpos[:] = qpos
+    mujoco.mj_forward(mj, d)
+    tau = sd.simulate.gravity_compensation(model, jnp.asarray(qpos))
+    assert rel_err(tau_to_mujoco(model, qpos, tau), d.qfrc_gravcomp) < TOL
 
 
 def quat_of(r):

@@ -244,8 +244,9 @@ def unsupported_elements(mj, nm, off, with_constraints: bool, out: list[str]) ->
     obj = mujoco.mjtObj
     for t in range(mj.ntendon):
         out.append(f"<tendon name={nm(obj.mjOBJ_TENDON, t, f'tendon{t}')!r}>")
-    for i in np.flatnonzero(mj.body_gravcomp):
-        out.append(f"<body name={nm(obj.mjOBJ_BODY, int(i), f'body{i}')!r} gravcomp={mj.body_gravcomp[i]:g}>")
+    for j in np.flatnonzero(getattr(mj, "jnt_actgravcomp", np.zeros(0))):
+        out.append(f"<joint name={nm(obj.mjOBJ_JOINT, int(j), f'joint{j}')!r} actuatorgravcomp='true'> (gravity "
+                   "compensation is applied as a passive force, not through the actuators)")
     if mj.opt.density or mj.opt.viscosity:
         out.append(f"<option density={mj.opt.density:g} viscosity={mj.opt.viscosity:g}> (fluid forces)")
     for g in np.flatnonzero(mj.geom_fluid[:, 0]):

@@ -190,7 +190,8 @@ def from_mujoco(mj, name: str | None = None, dtype=None, with_constraints: bool 
         jadr, jnum = int(mj.body_jntadr[i]), int(mj.body_jntnum[i])
         if jnum == 0:
             k = b.add_body(bname, par, JointSpec.fixed(), rotation=r_b, translation=p_b, mass=mass,
-                           com=ipos, inertia=inertia, massless_ok=True, check_triangle_inequality=False)
+                           com=ipos, inertia=inertia, gravcomp=float(mj.body_gravcomp[i]), massless_ok=True,
+                           check_triangle_inequality=False)
             last[i] = (k, np.zeros(3))
             continue
         rot, trans, prev_anchor = r_b, p_b, np.zeros(3)
@@ -251,7 +252,8 @@ def from_mujoco(mj, name: str | None = None, dtype=None, with_constraints: bool 
                 lower=lower, upper=upper, effort_limit=effort,
                 stiffness=0.0 if "spring" in flags_off else float(mj.jnt_stiffness[j]),
                 spring_reference=np.asarray(mj.qpos_spring[qs]), q_neutral=np.asarray(mj.qpos0[qs]),
-                massless_ok=True, check_triangle_inequality=False,
+                gravcomp=float(mj.body_gravcomp[i]) if is_last else 0.0, massless_ok=True,
+                check_triangle_inequality=False,
             )
             parent, rot, trans, prev_anchor = k, np.eye(3), np.zeros(3), anchor
         last[i] = (parent, -prev_anchor)

@@ -32,7 +32,7 @@ from sodyn.simulate.actuator_builders import (
 from sodyn.simulate.contact import ContactTerms, contact_terms, restitution_coefficient
 from sodyn.simulate.geom_contact import ContactModel
 from sodyn.simulate.ground import GroundContact
-from sodyn.simulate.joint_forces import JointForces, joint_forces, joint_potential_energy
+from sodyn.simulate.joint_forces import JointForces, gravity_compensation, joint_forces, joint_potential_energy
 from sodyn.simulate.monte_carlo import (
     MonteCarloResult,
     ParameterDistribution,
@@ -60,7 +60,8 @@ from sodyn.simulate.stepping import INTEGRATORS, StepForces, step, step_and_forc
 __all__ = [
     "RigidContact", "RigidContactSolution", "contact_jacobian", "delassus_matrix", "solve_rigid_contact",
     "actuator_forces", "dc_motors", "pd_servos", "servo_control", "servo_indices", "velocity_servos",
-    "contact_terms", "ContactModel", "ContactTerms", "GroundContact", "home_sampler", "home_state",
+    "contact_terms", "gravity_compensation", "ContactModel", "ContactTerms", "GroundContact", "home_sampler",
+    "home_state",
     "INTEGRATORS", "joint_forces", "joint_potential_energy", "JointForces", "log_uniform_scale", "monte_carlo",
     "MonteCarloResult", "motors", "normal_noise", "ParameterDistribution", "position_servos", "randomize",
     "restitution_coefficient", "Rollout", "rollout", "stable_step", "State", "step", "step_and_forces", "StepForces",

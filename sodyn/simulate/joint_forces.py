@@ -7,11 +7,19 @@ with a C¹ onset of width ``w`` and a damper that fades in over the same width:
     π(e) = 0 (e ≤ 0),   e² / (2w) (0 < e < w),   e − w/2 (e ≥ w);      γ(e) = clip(e / w, 0, 1)
     τ_u = min(0, −k π(e_u) − d γ(e_u) ẋ),        τ_l = max(0, k π(e_l) − d γ(e_l) ẋ)
 
-(the ``min``/``max`` keep a limit from pulling a joint back into it).  Friction loss with bound
+(the ``min``/``max`` keep a limit from pulling a joint back into it).  With a finite
+``limit_force_max`` ``τ_b`` the push ``p = k π(e) + d γ(e) |ẋ|`` saturates smoothly,
+``τ_b tanh(p / τ_b)`` (its slopes scaled by ``1 − tanh²``), so no limit force exceeds ``τ_b``.
+The implicit step applies these forces linearized at the end of the step (what
+:class:`~sodyn.simulate.StepForces` records, ``limit``): against a stiff damper a joint hitting its
+limit at speed feels the force that stops it within the step, not ``d ẋ``.  Friction loss with bound
 ``F`` (``model.friction``, MuJoCo's ``frictionloss``, URDF ``<dynamics friction>``) is
 regularized Coulomb friction, ``τ_f = −F ẋ / sqrt(ẋ² + ε²)``: below the breakaway torque a
 driven joint creeps at a speed of order ``ε``.  Springs pull with ``−stiffness ⊙ (q ⊖
 spring_reference)``; joint damping (``model.damping``) is applied by the dynamics themselves.
+Gravity compensation (``model.gravcomp``, MuJoCo's body ``gravcomp``) is the passive force
+``τ_gc = g̃(q)``, the generalised gravity force of the compensated masses
+(:func:`gravity_compensation`).
 
 :func:`joint_forces` returns the force with its stiffness ``−∂τ/∂q`` and damping ``−∂τ/∂v``
 per dof (the friction's as the secant ``F / sqrt(ẋ² + ε²)``), which the linearly implicit
@@ -27,6 +35,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from sodyn.algorithms.inverse_dynamics import gravity_forces
 from sodyn.configuration import difference
 from sodyn.joints import KERNEL_OF
 from sodyn.model import Model
@@ -38,21 +47,24 @@ class JointForces(eqx.Module):
     """Parameters of the joint limit and friction-loss models (module docstring).
 
     ``limit_stiffness`` ``k`` (N·m/rad, or N/m for prismatic joints), ``limit_damping`` ``d``,
-    ``limit_onset`` ``w`` (rad or m) and ``friction_velocity`` ``ε`` (rad/s or m/s) are
-    scalar leaves, so they can be randomized and differentiated.  ``limits``, ``friction``
-    and ``springs`` switch each part on or off (static).
+    ``limit_onset`` ``w`` (rad or m), ``limit_force_max`` ``τ_b`` (N·m or N; ``inf``: no bound)
+    and ``friction_velocity`` ``ε`` (rad/s or m/s) are scalar leaves, so they can be randomized
+    and differentiated.  ``limits``, ``friction``, ``springs`` and ``gravcomp`` (gravity
+    compensation) switch each part on or off (static).
     """
 
     limit_stiffness: jax.Array = eqx.field(default_factory=lambda: jnp.asarray(1e5), converter=jnp.asarray)
     limit_damping: jax.Array = eqx.field(default_factory=lambda: jnp.asarray(1e4), converter=jnp.asarray)
     limit_onset: jax.Array = eqx.field(default_factory=lambda: jnp.asarray(1e-3), converter=jnp.asarray)
+    limit_force_max: jax.Array = eqx.field(default_factory=lambda: jnp.asarray(jnp.inf), converter=jnp.asarray)
     friction_velocity: jax.Array = eqx.field(default_factory=lambda: jnp.asarray(1e-3), converter=jnp.asarray)
     limits: bool = eqx.field(static=True, default=True)
     friction: bool = eqx.field(static=True, default=True)
     springs: bool = eqx.field(static=True, default=True)
+    gravcomp: bool = eqx.field(static=True, default=True)
 
     def __check_init__(self):
-        for name in ("limit_stiffness", "limit_damping", "limit_onset", "friction_velocity"):
+        for name in ("limit_stiffness", "limit_damping", "limit_onset", "limit_force_max", "friction_velocity"):
             x = getattr(self, name)
             if x.shape != ():
                 raise ValueError(f"JointForces.{name} must be a scalar, got shape {x.shape}")
@@ -60,11 +72,12 @@ class JointForces(eqx.Module):
 
 class JointTerms(NamedTuple):
     """Joint forces ``force (nv,)`` with their stiffness ``−∂τ/∂q`` and damping ``−∂τ/∂v``
-    per dof (both ``(nv,)``, non-negative)."""
+    per dof (both ``(nv,)``, non-negative); ``limit`` the limits' share of the three."""
 
     force: jax.Array
     stiffness: jax.Array
     damping: jax.Array
+    limit: tuple[jax.Array, jax.Array, jax.Array]
 
 
 def _hinge_indices(model: Model) -> tuple[np.ndarray, np.ndarray]:
@@ -97,9 +110,15 @@ def _limit(x, v, bound, sign, params: JointForces):
     pen, ramp, gate = _onset(e, w)
     push = k * pen + sign * d * gate * v       # magnitude pushing out of the limit
     active = push > 0
+    bound = params.limit_force_max
+    finite = jnp.isfinite(bound)
+    scale = jnp.where(finite, bound, 1.0)
+    saturated = jnp.tanh(push / scale)
+    slope = jnp.where(finite, 1.0 - saturated * saturated, 1.0)
+    push = jnp.where(finite, scale * saturated, push)
     tau = jnp.where(active, -sign * push, 0.0)
-    stiffness = jnp.where(active, k * ramp, 0.0)
-    damping = jnp.where(active, d * gate, 0.0)
+    stiffness = jnp.where(active, slope * k * ramp, 0.0)
+    damping = jnp.where(active, slope * d * gate, 0.0)
     return tau, stiffness, damping
 
 
@@ -125,15 +144,30 @@ def joint_forces(model: Model, params: JointForces, q: jax.Array, v: jax.Array) 
         speed = jnp.sqrt(v * v + params.friction_velocity ** 2)
         force = force - bound * v / speed
         damping = damping + bound / speed
+    if params.gravcomp and _may_be_nonzero(model.gravcomp):
+        force = force + gravity_compensation(model, q)
     qi, vi = _hinge_indices(model)
+    limit = (jnp.zeros(model.nv, dtype),) * 3
     if params.limits and len(qi):
         x, xd = q[qi], v[vi]
         upper = _limit(x, xd, model.upper_limit.astype(dtype)[qi], 1.0, params)
         lower = _limit(x, xd, model.lower_limit.astype(dtype)[qi], -1.0, params)
-        force = force + spread_sum(upper[0] + lower[0], vi, model.nv)
-        stiffness = stiffness + spread_sum(upper[1] + lower[1], vi, model.nv)
-        damping = damping + spread_sum(upper[2] + lower[2], vi, model.nv)
-    return JointTerms(force, stiffness, damping)
+        limit = tuple(spread_sum(a + b, vi, model.nv) for a, b in zip(upper, lower, strict=True))
+    return JointTerms(force + limit[0], stiffness + limit[1], damping + limit[2], limit)
+
+
+def gravity_compensation(model: Model, q: jax.Array) -> jax.Array:
+    """The gravity compensation force ``τ_gc = g̃(q)``: inverse dynamics at rest of the masses
+    ``m̃`` at ``c̃`` that ``model.gravcomp`` holds, so that ``τ_gc`` cancels the compensated
+    share of the bodies' weight (MuJoCo's ``qfrc_gravcomp``)."""
+    dtype = q.dtype
+    carried = model.gravcomp.astype(dtype)
+    mass = carried[:, 0]
+    held = mass != 0
+    com = jnp.where(held[:, None], carried[:, 1:] / jnp.where(held, mass, 1.0)[:, None], 0.0)
+    zero = jnp.zeros(model.nv, dtype)
+    carrier = eqx.tree_at(lambda m: (m.mass, m.com, m.damping, m.armature), model, (mass, com, zero, zero))
+    return gravity_forces(carrier, q)
 
 
 def joint_potential_energy(model: Model, params: JointForces, q: jax.Array) -> jax.Array:
@@ -157,4 +191,4 @@ def joint_potential_energy(model: Model, params: JointForces, q: jax.Array) -> j
     return energy
 
 
-__all__ = ["JointForces", "JointTerms", "joint_forces", "joint_potential_energy"]
+__all__ = ["JointForces", "JointTerms", "gravity_compensation", "joint_forces", "joint_potential_energy"]

@@ -46,7 +46,10 @@ class Rollout(NamedTuple):
     without contact; inactive slots carry zero), the force each step applied
     (:class:`~sodyn.simulate.StepForces`; with a :class:`~sodyn.simulate.RigidContact`: the
     step's impulse over ``dt``), and the loop
-    closures' joint-space force ``G_c* λ`` ``(steps, nv)`` (``None`` without them).  Slot ``i``
+    closures' joint-space force ``G_c* λ`` ``(steps, nv)`` (``None`` without them) and the
+    joint-limit forces ``limit_force`` ``(steps, nv)`` (part of ``tau``).  ``tau`` and
+    ``limit_force`` are the forces each step applied (:class:`~sodyn.simulate.StepForces`; the
+    states' activations are ``states.act``).  Slot ``i``
     of a :class:`~sodyn.simulate.ContactModel` belongs to its candidate pair
     ``contact.slots.pair[i]``, between geoms ``contact.slots.geom1[i]`` and ``geom2[i]``; of a
     :class:`~sodyn.simulate.GroundContact`, to its point ``i``."""
@@ -56,6 +59,7 @@ class Rollout(NamedTuple):
     tau: jax.Array
     contact_force: jax.Array | None
     constraint_force: jax.Array | None = None
+    limit_force: jax.Array | None = None
 
 
 def _per_step(x, steps: int, shape: tuple[int, ...], name: str, dtype) -> jax.Array | None:
@@ -162,7 +166,7 @@ def rollout(model: Model, state: State, controls: jax.Array | Policy | None, dt,
         if watch is not None:
             first = watch.update(first, index, u, new.q, new.v)
         tau = rec.actuator + rec.joint
-        return (new, first), (new, u, tau, rec.contact, rec.constraint)
+        return (new, first), (new, u, tau, rec.contact, rec.constraint, rec.limit)
 
     carry = (state, jnp.asarray(-1, jnp.int32))
     xs = (jnp.arange(1, steps + 1, dtype=jnp.int32), control_xs, f_xs)

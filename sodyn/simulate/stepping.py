@@ -95,8 +95,10 @@ INTEGRATORS: tuple[str, ...] = ("implicit", "semi_implicit", "rk4")
 
 
 class StepForces(NamedTuple):
-    """Forces of a step: ``actuator`` and ``joint`` generalised forces ``(nv,)`` at its start
-    (``joint``: limits, friction loss, springs and ``−damping ⊙ v``), the world-frame
+    """Forces of a step: ``actuator`` and ``joint`` generalised forces ``(nv,)`` (``joint``:
+    limits, friction loss, springs and ``−damping ⊙ v``; ``"implicit"``: as the step applied
+    them, linearized at its end, ``τ − dt K v⁺ − C (v⁺ − v)``; explicit integrators: at the
+    start), the joint-limit share of ``joint`` as ``limit`` ``(nv,)``, the world-frame
     ``contact`` force on body 2 of each contact slot ``(nc, 3)`` (``None`` without contact): the
     force the step applied (``"implicit"``: the law linearized at the end of the step; explicit
     integrators: at the start; rigid contact: the impulse over ``dt``), and the loop closures'
@@ -106,6 +108,7 @@ class StepForces(NamedTuple):
     joint: jax.Array
     contact: jax.Array | None
     constraint: jax.Array | None = None
+    limit: jax.Array | None = None
 
 
 class Forces(eqx.Module):
@@ -174,7 +177,7 @@ def _terms(model: Model, forces: Forces, q, v, control, f_ext, dt, activation, s
         contact = contact_terms(model, forces.contact, q, v, dt)
         f_ext = contact.f_ext if f_ext is None else f_ext + contact.f_ext
     recorded = StepForces(act.force, joint.force - model.damping.astype(q.dtype) * v,
-                          None if contact is None else contact.force)
+                          None if contact is None else contact.force, limit=joint.limit[0])
     return act, joint, contact, f_ext, recorded
 
 
@@ -250,6 +253,15 @@ def _implicit_step(model, forces, state, control, f_ext, dt):
         recorded = recorded._replace(contact=applied_force(model, forces.contact, contact.linearization, q,
                                                            contact.force, a))
     v_next = v + dt * a
+
+    def applied(force, k, c):
+        """A force linearized at the end of the step (module docstring)."""
+        return force - dt * k * v_next - c * (v_next - v)
+
+    recorded = recorded._replace(
+        actuator=applied(act.force, act.stiffness, act.damping),
+        joint=applied(joint.force, joint.stiffness, joint.damping) - model.damping.astype(q.dtype) * v_next,
+        limit=applied(*joint.limit))
     return (State(integrate(model, q, v_next, dt), v_next, state.t + dt, _next_act(forces, state, act.act_dot, dt)),
             recorded)
 
