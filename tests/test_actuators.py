@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import warnings
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -282,3 +283,109 @@ def test_a_policy_holds_a_panda_with_servo_targets_and_gravity_feedforward():
             error = np.abs(np.asarray(pushed.states.q[:, arm] - q0[arm]))
             assert error.max() < 0.02 and error.max() > 1e-3
             assert error[40:].max() < 1e-3
+
+
+# -- activations in a rollout, gradients -------------------------------------------------------
+
+def _arm() -> sd.Model:
+    """Two hinges about y under gravity, limits ±1 rad."""
+    b = sd.ModelBuilder()
+    b.add_body("upper", None, sd.JointSpec.revolute((0.0, 1.0, 0.0)), mass=1.0, com=(0.0, 0.0, -0.2),
+               inertia=np.diag([0.02, 0.02, 0.005]), joint_name="shoulder", lower=-1.0, upper=1.0, damping=0.05)
+    b.add_body("lower", "upper", sd.JointSpec.revolute((0.0, 1.0, 0.0)), translation=(0.0, 0.0, -0.4), mass=0.6,
+               com=(0.0, 0.0, -0.15), inertia=np.diag([0.01, 0.01, 0.002]), joint_name="elbow", lower=-1.0,
+               upper=1.0)
+    b.add_actuator("shoulder_filtered", "shoulder", gain=3.0, dynamics="filter", time_constant=0.05)
+    b.add_actuator("elbow_integrated", "elbow", gain=0.5, dynamics="integrator", act_range=(-2.0, 2.0))
+    b.add_actuator("elbow_servo", "elbow", kind="position", gain=8.0, bias=(0.0, -8.0, -0.3),
+                   force_range=(-3.0, 3.0))
+    return b.build(jnp.float64)
+
+
+def test_activations_are_state_and_follow_their_dynamics_in_a_rollout():
+    """The filter's activation follows ``a(t) = u (1 − e^{−t/τ})`` (Euler: ``(1 − dt/τ)^k``),
+    the integrator's ``a = u t`` until ``act_range`` clips it; the activations are
+    ``rollout(...).states.act`` and a rollout continued from its last state goes on exactly."""
+    model = _arm()
+    u = jnp.array([1.0, 3.0, 0.0])
+    dt, steps = 1e-3, 1000
+    run = jax.jit(lambda s: sd.rollout(model, s, jnp.tile(u, (steps, 1)), dt, steps))
+    traj = run(sd.State.initial(model))
+    assert traj.states.act.shape == (steps, 2)
+    k = np.arange(1, steps + 1)
+    np.testing.assert_allclose(traj.states.act[:, 0], 1.0 - (1.0 - dt / 0.05) ** k, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(traj.states.act[:, 1], np.minimum(3.0 * dt * k, 2.0), rtol=1e-10, atol=1e-12)
+    half = sd.rollout(model, sd.State.initial(model), jnp.tile(u, (steps // 2, 1)), dt, steps // 2)
+    last = jax.tree_util.tree_map(lambda x: x[-1], half.states)
+    rest = sd.rollout(model, last, jnp.tile(u, (steps // 2, 1)), dt, steps // 2)
+    np.testing.assert_allclose(rest.states.q[-1], traj.states.q[-1], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(rest.states.act[-1], traj.states.act[-1], rtol=1e-12, atol=1e-12)
+
+
+def test_rollout_gradients_through_activations_servos_and_bounded_limits():
+    """``jax.grad`` of a rollout's end-state loss with respect to the controls, a filter's time
+    constant, a servo's gain and the limit-force bound (the shoulder thrown into its limit at
+    8 rad/s), against central differences (float64)."""
+    model = _arm()
+    dt, steps = 2e-3, 150
+    controls = jnp.tile(jnp.array([0.8, 1.5, 0.4]), (steps, 1)) + 0.1 * jnp.sin(jnp.arange(steps))[:, None]
+
+    def loss(p):
+        act = model.actuators
+        act = eqx.tree_at(lambda a: (a.time_constant, a.gain), act,
+                          (act.time_constant.at[0].set(p["tau"]), act.gain.at[2].set(p["kp"])))
+        traj = sd.rollout(model, sd.State.initial(model, v=jnp.array([8.0, -12.0])), p["u"], dt, steps,
+                          actuators=act, joint_forces=sd.JointForces(limit_force_max=p["bound"]))
+        loss = jnp.sum(traj.states.q[-1] ** 2) + jnp.sum(traj.states.v[-1]) + jnp.sum(traj.states.act[-1])
+        return loss, jnp.max(jnp.abs(traj.limit_force))
+
+    p = {"u": controls, "tau": jnp.asarray(0.05), "kp": jnp.asarray(8.0), "bound": jnp.asarray(40.0)}
+    grad, peak = jax.jit(jax.grad(loss, has_aux=True))(p)
+    assert float(peak) == pytest.approx(40.0, rel=1e-6)    # the shoulder hits its limit at the bound
+    f = jax.jit(lambda x: loss(x)[0])
+    rng = np.random.default_rng(3)
+    for name in ("tau", "kp", "bound"):
+        h = 1e-6 * float(p[name])   # relative steps: the loss has kinks (force clipping) within 1e-4 of tau
+        fd = (f({**p, name: p[name] + h}) - f({**p, name: p[name] - h})) / (2 * h)
+        assert float(grad[name]) == pytest.approx(float(fd), rel=1e-5, abs=1e-8), name
+    for _ in range(3):
+        direction = jnp.asarray(rng.standard_normal(controls.shape))
+        fd = (f({**p, "u": controls + 1e-6 * direction}) - f({**p, "u": controls - 1e-6 * direction})) / 2e-6
+        assert float(jnp.sum(grad["u"] * direction)) == pytest.approx(float(fd), rel=1e-5)
+
+
+def test_bad_actuator_input_names_what_is_wrong():
+    """An actuator on a missing joint, an unknown option or dynamics, a filter without a time
+    constant, a wrong-sized activation, mismatched servo commands, non-positive motor constants
+    and velocity limits: each a ValueError naming the argument."""
+    b = sd.ModelBuilder()
+    b.add_body("link", None, sd.JointSpec.revolute((0.0, 1.0, 0.0)), joint_name="hinge")
+    b.add_actuator("ghost", "nowhere")
+    with pytest.raises(ValueError, match="actuator 'ghost': joint 'nowhere' does not exist"):
+        b.build()
+    b = sd.ModelBuilder()
+    b.add_body("link", None, sd.JointSpec.revolute((0.0, 1.0, 0.0)), joint_name="hinge")
+    with pytest.raises(ValueError, match="actuator 'a': unknown actuator option 'timeconstant'"):
+        b.add_actuator("a", "hinge", timeconstant=0.1)
+    with pytest.raises(ValueError, match="actuator 'a': dynamics must be one of"):
+        b.add_actuator("a", "hinge", dynamics="muscle")
+    with pytest.raises(ValueError, match="actuator 'a': a filter needs a positive time_constant"):
+        b.add_actuator("a", "hinge", dynamics="filter", time_constant=0.0)
+    with pytest.raises(ValueError, match="actuator 'a': act range lower bound 1.0 exceeds upper bound -1.0"):
+        b.add_actuator("a", "hinge", dynamics="integrator", act_range=(1.0, -1.0))
+    model = _arm()
+    with pytest.raises(ValueError, match=r"act must have shape \(2,\)"):
+        sd.simulate.step(model, sd.State.initial(model).__class__(jnp.zeros(2), jnp.zeros(2), jnp.zeros(()),
+                                                                  jnp.zeros(3)), None, 1e-3)
+    with pytest.raises(ValueError, match=r"feedforward must have the shape of q_target \(2,\)"):
+        sd.servo_control(jnp.zeros(2), feedforward=jnp.zeros(3))
+    with pytest.raises(ValueError, match="dc_motors: resistance must be positive"):
+        sd.simulate.dc_motors(model, torque_constant=0.1, resistance=0.0, voltage=24.0)
+    with pytest.raises(ValueError, match="dc_motors: control must be 'voltage' or 'current'"):
+        sd.simulate.dc_motors(model, torque_constant=0.1, resistance=1.0, voltage=24.0, control="pwm")
+    with pytest.raises(ValueError, match="velocity_limit must be positive"):
+        sd.motors(model, velocity_limit=0.0)
+    with pytest.raises(ValueError, match="velocity_limit needs a finite stall_force"):
+        sd.motors(model, velocity_limit=3.0)
+    with pytest.raises(ValueError, match="servo_indices takes the actuators of pd_servos"):
+        sd.simulate.servo_indices(model, model.actuators)

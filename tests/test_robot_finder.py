@@ -96,6 +96,9 @@ def test_srdf_value_conventions_and_errors():
     with pytest.raises(ValueError, match=r"<SRDF string>, line 4, <joint name='wheel'>: a continuous joint takes 1 "
                                          r"value\(s\), got 3"):
         sd.load_urdf(URDF, floating_base=True, srdf=SRDF.format(wheel="1 2 3"))
+    with pytest.raises(ValueError, match=r"<SRDF string>, line 6, <joint name='ghost'>: <group_state name='home'> "
+                                         r"sets joint 'ghost', which is not a movable joint of the model"):
+        sd.load_urdf(URDF, floating_base=True, srdf=SRDF.format(wheel="0 1"), strict=True)   # strict: an error
 
 
 @pytest.mark.parametrize("name", ["solo12", "talos_reduced", "pr2"])  # pr2: continuous joints

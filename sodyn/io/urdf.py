@@ -328,7 +328,8 @@ def load_urdf(
     geoms collide with default geoms (terrain, objects) but not with each other unless
     ``self_collision=True`` (then parent and child links do not collide); ``srdf`` (a path or
     an XML string) adds its ``<disable_collisions>`` pairs as exclusions and its
-    ``<group_state>`` poses as :class:`sodyn.Keyframes`; ``srdf_unknown_links`` is
+    ``<group_state>`` poses as :class:`sodyn.Keyframes` (a pose naming a joint the model lacks
+    warns, with ``strict=True`` raises); ``srdf_unknown_links`` is
     ``"error"`` or ``"ignore"`` for a ``<disable_collisions>`` naming a link the URDF lacks
     (module docstring).  A ``<mesh>`` becomes a ``"mesh"`` geom, the convex hull of the file's
     vertices capped at ``max_hull_vertices`` vertices (default
@@ -437,7 +438,8 @@ def load_urdf(
     except ValueError as e:
         raise ValueError(f"{source}: {e}") from None
     if srdf_doc is not None:
-        keyframes = urdf_collision.srdf_keyframes(srdf_doc, model, () if floating_base else (root_joint_name,))
+        keyframes = urdf_collision.srdf_keyframes(srdf_doc, model, () if floating_base else (root_joint_name,),
+                                                  strict=strict)
         model = eqx.tree_at(lambda m: m.keyframes, model, keyframes)
     if skipped:
         urdf_collision.mesh_warning(source, skipped)

@@ -214,12 +214,13 @@ def _joint_q(doc: _xml.Document, el, jtype: str, values: np.ndarray) -> np.ndarr
     return values
 
 
-def srdf_keyframes(doc: _xml.Document, model, skip: tuple[str, ...] = ()) -> Keyframes:
+def srdf_keyframes(doc: _xml.Document, model, skip: tuple[str, ...] = (), strict: bool = False) -> Keyframes:
     """Each ``<group_state name><joint name value/>…`` as a keyframe called ``name``: ``q`` is
     the model's neutral configuration with the listed joints set (:func:`_joint_q` for the
     value conventions), ``v = 0``.  Joints the model does not have as movable joints are
-    named in one :class:`~sodyn.io.diagnostics.IgnoredElementWarning`, except those in
-    ``skip``; a repeated state name keeps the first state (as Pinocchio does)."""
+    named in one :class:`~sodyn.io.diagnostics.IgnoredElementWarning` (with ``strict``: a
+    ``ValueError`` naming the SRDF, the line and the joint), except those in ``skip``; a
+    repeated state name keeps the first state (as Pinocchio does)."""
     names, qs, ignored = [], [], []
     for state in doc.root.iter("group_state"):
         name = state.get("name")
@@ -232,6 +233,9 @@ def srdf_keyframes(doc: _xml.Document, model, skip: tuple[str, ...] = ()) -> Key
         for el in state.findall("joint"):
             jname = el.get("name")
             if jname not in model.joint_names:
+                if jname not in skip and strict:
+                    raise doc.error(el, f"<group_state name={name!r}> sets joint {jname!r}, which is not a movable "
+                                        "joint of the model")
                 if jname not in skip:
                     ignored.append(f"{doc.where(el)} (not a movable joint of the model)")
                 continue
