@@ -1,41 +1,50 @@
-"""Loop-closure constraints between two frames of a tree (Jain §11.1, §11.4).
+"""Loop-closure constraints between two frames of a tree, and joint couplings (Jain §11.1, §11.4).
 
 A closed-chain mechanism is a spanning tree (the :class:`~sodyn.Model`) plus *cut edges*, each
 a holonomic constraint ``𝔡(θ) = 0`` between a frame 1 and a frame 2 (either may be the world).
-:class:`LoopClosures` holds any number of them, of three kinds:
+:class:`LoopClosures` holds any number of them, and of joint couplings, of four kinds:
 
 * ``"weld"`` (6 rows): frame 1 is rigidly attached to frame 2: the point ``anchor1`` of frame 1
   coincides with the point ``anchor2`` of frame 2 and ``R₁ = R₂ · rotation``;
 * ``"point"`` (3 rows; MuJoCo's ``connect``, a ball joint): ``p₁ + R₁ a₁ = p₂ + R₂ a₂``;
-* ``"distance"`` (1 row): ``|p₁ + R₁ a₁ − (p₂ + R₂ a₂)| = d`` (a massless rod, ``d > 0``).
+* ``"distance"`` (1 row): ``|p₁ + R₁ a₁ − (p₂ + R₂ a₂)| = d`` (a massless rod, ``d > 0``);
+* ``"joint"`` (1 row; MuJoCo's ``<equality><joint>``): two one-dof (hinge or slide) joints
+  coupled by a polynomial, ``q[i₁] − q0₁ = Σₖ cₖ (q[i₂] − q0₂)ᵏ`` (``k = 0..4``), or one joint
+  held at ``q[i₁] = q0₁ + c₀``.  ``q0`` are reference values (by default the model's
+  ``q_neutral``, MuJoCo's ``qpos0``).
 
-Anchors are in their own frame's axes.  The rows of every kind are expressed in **world
+Anchors are in their own frame's axes.  The rows between frames are expressed in **world
 axes** (rows ``[ω₁ − ω₂; ṗ_a − ṗ_b]`` for a weld, ``ṗ_a − ṗ_b`` for a point, the velocity along
 ``p_a − p_b`` for a distance), so the multipliers ``λ`` are the wrench ``[moment; force]``
 (world axes, at ``anchor1``) that the closure applies to frame 1; frame 2 receives its
-opposite.  :func:`sodyn.algorithms.constrained.constrained_forward_dynamics` enforces them.
+opposite.  A joint coupling's row is ``𝔡 = q[i₁] − q0₁ − p(q[i₂] − q0₂)`` in joint space, its
+``λ`` the generalized force on joint 1.
+:func:`sodyn.algorithms.constrained.constrained_forward_dynamics` enforces them all.
 
-Build closures with :meth:`LoopClosures.weld`, :meth:`LoopClosures.point` and
-:meth:`LoopClosures.distance` (URDF users), or convert MJCF ``<equality>`` elements with
-:meth:`LoopClosures.from_equality`; concatenate with ``+`` or :meth:`LoopClosures.concatenate`.
-Anchors, rotations and distances are pytree leaves (differentiable, vmappable); kinds and
-frames are static.
+Build closures with :meth:`LoopClosures.weld`, :meth:`LoopClosures.point`,
+:meth:`LoopClosures.distance` and :meth:`LoopClosures.joint_coupling` (URDF users), or convert
+MJCF ``<equality>`` elements with :meth:`LoopClosures.from_equality`; concatenate with ``+`` or
+:meth:`LoopClosures.concatenate`.  Anchors, rotations, distances, polynomial coefficients and
+reference values are pytree leaves (differentiable, vmappable); kinds, frames and joints are
+static.
 """
 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from sodyn.joints import KERNEL_OF
 from sodyn.model import WORLD, Model
 from sodyn.runtime.precision import full_precision
 
-KINDS: tuple[str, ...] = ("weld", "point", "distance")
-ROWS: dict[str, int] = {"weld": 6, "point": 3, "distance": 1}
+KINDS: tuple[str, ...] = ("weld", "point", "distance", "joint")
+ROWS: dict[str, int] = {"weld": 6, "point": 3, "distance": 1, "joint": 1}
 
 
 class LoopClosures(eqx.Module):
@@ -43,17 +52,25 @@ class LoopClosures(eqx.Module):
 
     ``anchor1``, ``anchor2`` ``(n, 3)``: the constrained points in frame 1's and frame 2's axes;
     ``rotation`` ``(n, 3, 3)``: a weld's relative orientation ``R₂ᵀ R₁`` (identity otherwise);
-    ``length`` ``(n,)``: a distance constraint's length ``d`` (zero otherwise).  Static: ``kind``,
-    ``frame1``, ``frame2`` (indices into ``model.frame_names``, ``-1`` = the world), ``names``.
+    ``length`` ``(n,)``: a distance constraint's length ``d`` (zero otherwise); ``polycoef``
+    ``(n, 5)``: a joint coupling's ``c₀ … c₄`` and ``reference`` ``(n, 2)`` its ``(q0₁, q0₂)``
+    (zero otherwise).  Static: ``kind``, ``frame1``, ``frame2`` (indices into
+    ``model.frame_names``, ``-1`` = the world; ``-1`` for a joint coupling), ``joint1``,
+    ``joint2`` (a joint coupling's joints, indices into ``model.joint_names``; ``-1`` for no
+    second joint and for the other kinds), ``names``.
     """
 
     anchor1: jax.Array
     anchor2: jax.Array
     rotation: jax.Array
     length: jax.Array
+    polycoef: jax.Array
+    reference: jax.Array
     kind: tuple[str, ...] = eqx.field(static=True)
     frame1: tuple[int, ...] = eqx.field(static=True)
     frame2: tuple[int, ...] = eqx.field(static=True)
+    joint1: tuple[int, ...] = eqx.field(static=True)
+    joint2: tuple[int, ...] = eqx.field(static=True)
     names: tuple[str, ...] = eqx.field(static=True)
 
     def __len__(self) -> int:
@@ -61,7 +78,8 @@ class LoopClosures(eqx.Module):
 
     @property
     def n_rows(self) -> int:
-        """Number of scalar constraint rows ``n_c`` (6 per weld, 3 per point, 1 per distance)."""
+        """Number of scalar constraint rows ``n_c`` (6 per weld, 3 per point, 1 per distance or
+        joint coupling)."""
         return sum(ROWS[k] for k in self.kind)
 
     @property
@@ -82,8 +100,8 @@ class LoopClosures(eqx.Module):
                 raise TypeError(f"can only concatenate LoopClosures, got {type(c).__name__}")
         cat = lambda name: jnp.concatenate([getattr(c, name) for c in closures])  # noqa: E731
         tup = lambda name: sum((getattr(c, name) for c in closures), ())  # noqa: E731
-        return LoopClosures(cat("anchor1"), cat("anchor2"), cat("rotation"), cat("length"),
-                            tup("kind"), tup("frame1"), tup("frame2"), tup("names"))
+        return LoopClosures(**{name: cat(name) for name in _LEAVES},
+                            **{name: tup(name) for name in ("kind", "frame1", "frame2", "joint1", "joint2", "names")})
 
     # -- constructors -----------------------------------------------------------------
 
@@ -146,20 +164,58 @@ class LoopClosures(eqx.Module):
         return cls._one("distance", f1, f2, a1, a2, jnp.eye(3, dtype=a1.dtype), d, name, model)
 
     @classmethod
-    def from_equality(cls, model: Model, equality, *, joint: str = "raise", inactive: str = "skip") -> LoopClosures:
+    @full_precision
+    def joint_coupling(cls, model: Model, joint1: str | int, joint2: str | int | None = None,
+                       polycoef: Sequence[float] | jax.Array = (0.0, 1.0, 0.0, 0.0, 0.0), *,
+                       reference: Sequence[float] | jax.Array | None = None,
+                       name: str | None = None) -> LoopClosures:
+        """Couple two one-dof (hinge or slide) joints (1 row; MuJoCo's ``<equality><joint>``):
+        ``q[joint1] − q0₁ = Σₖ cₖ (q[joint2] − q0₂)ᵏ`` with ``polycoef = (c₀, …, c₄)`` (fewer
+        entries: the rest zero; the default ``(0, 1)`` makes the two joints move alike).
+        ``joint2=None`` holds ``joint1`` at ``q0₁ + c₀``.  ``reference = (q0₁, q0₂)``
+        (default: the joints' ``model.q_neutral``, MuJoCo's ``qpos0``).  Joints are names or
+        indices into ``model.joint_names``.  The row is ``𝔡 = q[i₁] − q0₁ − p(x)``,
+        ``x = q[i₂] − q0₂``, with Jacobian ``e_{i₁}ᵀ − p′(x) e_{i₂}ᵀ``.
+        """
+        dtype = model.mass.dtype
+        j1 = _joint(model, joint1, "joint1")
+        j2 = -1 if joint2 is None else _joint(model, joint2, "joint2")
+        if j1 == j2:
+            raise ValueError(f"joint coupling of joint {model.joint_names[j1]!r} with itself")
+        c = jnp.asarray(polycoef, dtype)
+        if c.ndim != 1 or not 1 <= c.shape[0] <= 5:
+            raise ValueError(f"polycoef must hold 1 to 5 polynomial coefficients (c₀, …, c₄), got shape {c.shape}")
+        c = jnp.pad(c, (0, 5 - c.shape[0]))
+        if reference is None:
+            qs = model.topology.q_start
+            ref = jnp.stack([model.q_neutral[int(qs[j1])],
+                             model.q_neutral[int(qs[j2])] if j2 >= 0 else jnp.zeros((), model.q_neutral.dtype)])
+        else:
+            ref = jnp.asarray(reference, dtype)
+            if ref.shape != (2,):
+                raise ValueError(f"reference must be the pair (q0₁, q0₂), got shape {ref.shape}")
+        names = model.joint_names[j1] + ("" if j2 < 0 else f", {model.joint_names[j2]}")
+        eye = jnp.eye(3, dtype=dtype)[None]
+        return cls(jnp.zeros((1, 3), dtype), jnp.zeros((1, 3), dtype), eye, jnp.zeros(1, dtype),
+                   c[None].astype(dtype), ref[None].astype(dtype), ("joint",), (WORLD,), (WORLD,), (j1,), (j2,),
+                   (f"joint({names})" if name is None else name,))
+
+    @classmethod
+    def from_equality(cls, model: Model, equality, *, joint: str = "convert", inactive: str = "skip") -> LoopClosures:
         """Closures from MJCF ``<equality>`` constraints (:class:`sodyn.io.EqualityConstraints`,
         what ``load_mjcf(path, with_constraints=True)`` returns beside the model).
 
         ``connect`` becomes a ``"point"`` closure and ``weld`` a ``"weld"`` closure (a weld with
-        ``torquescale = 0`` constrains no rotation: a ``"point"`` closure).  Hard closures
+        ``torquescale = 0`` constrains no rotation: a ``"point"`` closure).  ``joint``
+        equalities (polynomial couplings of two joint coordinates) become ``"joint"`` couplings
+        (:meth:`joint_coupling`, reference values ``qpos0``) with ``joint="convert"`` (default);
+        ``joint="skip"`` leaves them out with a warning and ``joint="raise"`` raises
+        ``NotImplementedError`` (the behaviour before couplings were supported).  Hard closures
         ignore MuJoCo's ``solref``/``solimp`` softness and ``torquescale`` weighting.
-        ``joint`` equalities (polynomial couplings of two joint coordinates) are not loop
-        closures between frames and are not supported: ``joint="raise"`` (default) raises
-        ``NotImplementedError``, ``joint="skip"`` leaves them out with a warning.  Equalities
-        disabled in the file are left out (``inactive="skip"``) or kept (``"keep"``).
+        Equalities disabled in the file are left out (``inactive="skip"``) or kept (``"keep"``).
         """
-        if joint not in ("raise", "skip"):
-            raise ValueError(f"joint must be 'raise' or 'skip', got {joint!r}")
+        if joint not in ("convert", "raise", "skip"):
+            raise ValueError(f"joint must be 'convert', 'raise' or 'skip', got {joint!r}")
         if inactive not in ("skip", "keep"):
             raise ValueError(f"inactive must be 'skip' or 'keep', got {inactive!r}")
         parts = []
@@ -167,12 +223,15 @@ class LoopClosures(eqx.Module):
             name = equality.names[i]
             if not equality.active[i] and inactive == "skip":
                 continue
+            if kind == "joint" and joint == "convert":
+                j1, j2 = _joint_at_q(model, equality.joint1[i], name), _joint_at_q(model, equality.joint2[i], name)
+                parts.append(cls.joint_coupling(model, j1, None if j2 < 0 else j2, equality.polycoef[i], name=name))
+                continue
             if kind == "joint":
-                msg = (f"equality {name!r} is a joint coupling, not a loop closure between two frames; "
-                       "joint equalities are not supported by LoopClosures")
+                msg = f"equality {name!r} is a joint coupling"
                 if joint == "raise":
-                    raise NotImplementedError(msg + " (pass joint='skip' to leave them out)")
-                warnings.warn(msg + ": left out", stacklevel=2)
+                    raise NotImplementedError(msg + " and joint='raise' (the default, 'convert', converts it)")
+                warnings.warn(msg + ": left out (joint='skip')", stacklevel=2)
                 continue
             f1, f2 = equality.frame1[i], equality.frame2[i]
             a1, a2 = equality.anchor1[i], equality.anchor2[i]
@@ -184,7 +243,7 @@ class LoopClosures(eqx.Module):
             else:
                 raise ValueError(f"equality {name!r}: unknown kind {kind!r}")
         if not parts:
-            raise ValueError("the equality constraints contain no active connect or weld element")
+            raise ValueError("the equality constraints contain no active connect, weld or joint element")
         return cls.concatenate(*parts)
 
     @classmethod
@@ -192,7 +251,12 @@ class LoopClosures(eqx.Module):
         dtype = model.mass.dtype
         name = name if name is not None else f"{kind}({_frame_name(model, f1)}, {_frame_name(model, f2)})"
         return cls(jnp.asarray(a1, dtype)[None], jnp.asarray(a2, dtype)[None], jnp.asarray(rel, dtype)[None],
-                   jnp.asarray(d, dtype)[None], (kind,), (f1,), (f2,), (name,))
+                   jnp.asarray(d, dtype)[None], jnp.zeros((1, 5), dtype), jnp.zeros((1, 2), dtype),
+                   (kind,), (f1,), (f2,), (-1,), (-1,), (name,))
+
+
+#: The pytree leaves of :class:`LoopClosures`, in order.
+_LEAVES: tuple[str, ...] = ("anchor1", "anchor2", "rotation", "length", "polycoef", "reference")
 
 
 # ---------------------------------------------------------------------------
@@ -223,6 +287,43 @@ def _frames(model: Model, frame1, frame2, kind: str) -> tuple[int, int]:
         raise ValueError(f"{kind} constraint between frames {n1!r} and {n2!r}, which are both on {where}: "
                          "no joint can move one relative to the other")
     return f1, f2
+
+
+def check_coupled_joint(model: Model, j: int, hint: str = "") -> None:
+    """Raise ``ValueError`` unless joint (body) index ``j`` is a one-dof joint of ``model``
+    (revolute, continuous, prismatic or helical: ``q̇ = v``), what a joint coupling needs."""
+    if not 0 <= j < model.n_bodies:
+        raise ValueError(f"joint index {j} out of range for model {model.name!r} ({model.n_bodies} joints)"
+                         + (f": {hint}" if hint else ""))
+    jtype = model.joint_types[j]
+    if KERNEL_OF.get(jtype) != "hinge":
+        raise ValueError(f"joint {model.joint_names[j]!r} is a {jtype} joint: a joint coupling needs one-dof "
+                         "(hinge or slide) joints" + (f" ({hint})" if hint else ""))
+
+
+def _joint(model: Model, joint, what: str) -> int:
+    """The index of ``joint`` (a name or an index into ``model.joint_names``), checked."""
+    if isinstance(joint, str):
+        if joint not in model.joint_names:
+            raise ValueError(f"{what}: unknown joint {joint!r}; joints are {list(model.joint_names)}")
+        j = model.joint_names.index(joint)
+    elif isinstance(joint, (int, np.integer)) and not isinstance(joint, bool):
+        j = int(joint)
+    else:
+        raise ValueError(f"{what} must be a joint name or index, got {joint!r}")
+    check_coupled_joint(model, j)
+    return j
+
+
+def _joint_at_q(model: Model, q_index: int, name: str) -> int:
+    """The joint whose coordinate is ``q[q_index]`` (``-1`` for ``-1``), for an MJCF equality."""
+    if q_index < 0:
+        return -1
+    moving = np.array([KERNEL_OF.get(t) is not None for t in model.joint_types])
+    hits = np.flatnonzero((np.asarray(model.topology.q_start) == q_index) & moving)
+    if hits.size == 0:
+        raise ValueError(f"equality {name!r}: no joint starts at q[{q_index}]")
+    return int(hits[0])
 
 
 def _vector(x, name: str, model: Model) -> jax.Array:
@@ -273,4 +374,4 @@ def _poses(model: Model, q, frames) -> list[tuple[jax.Array, jax.Array]]:
     return out
 
 
-__all__ = ["KINDS", "LoopClosures", "ROWS"]
+__all__ = ["KINDS", "LoopClosures", "ROWS", "check_coupled_joint"]

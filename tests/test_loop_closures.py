@@ -403,8 +403,9 @@ def test_errors():
                                      added_inertia=jnp.zeros((model.n_bodies, 6, 6)))
     xml = FOURBAR.replace("</equality>", '<joint joint1="j1" joint2="j3"/></equality>')
     m, eq = sd.load_mjcf(xml, with_constraints=True)
+    assert LoopClosures.from_equality(m, eq).kind == ("point", "joint")  # joint equalities convert by default
     with pytest.raises(NotImplementedError, match="joint coupling"):
-        LoopClosures.from_equality(m, eq)
+        LoopClosures.from_equality(m, eq, joint="raise")
     with pytest.warns(UserWarning, match="left out"):
         assert len(LoopClosures.from_equality(m, eq, joint="skip")) == 1
     # a 3D point on the planar four-bar stays finite (redundant row) and pulls nothing out of plane

@@ -7,7 +7,8 @@ equations of motion are (eq. 11.6)
     𝓜 θ̈ + C = T + G_c* λ,        G_c θ̈ = 𝔘́.
 
 ``λ`` is the wrench the closure applies to frame 1 (world axes, at ``anchor1``; frame 2 gets
-its opposite) and ``G_c* λ`` the joint-space constraint force.
+its opposite) and ``G_c* λ`` the joint-space constraint force.  A joint coupling's ``λ`` is the
+force on joint 1's coordinate (its row ``e_{i₁}ᵀ − p′ e_{i₂}ᵀ`` is already in joint space).
 
 **Augmented method** (Lemma 11.1, Alg. 11.1; the default):
 
@@ -21,7 +22,8 @@ gives the bodies' poses, velocities ``V`` and accelerations at ``θ̈ = 0`` (``�
 accelerating by ``−g``) there, hence ``𝔡``, ``G_c θ̇``, ``Ġ_c θ̇`` and the columns of ``G_c*``
 (each row a wrench about ``o`` — ``[p_a × e; e]`` for a point row along ``e``, ``[e; 0]`` for
 an angular row, ``nᵀ`` times the point rows for a distance — against the joint axes there, on
-the bodies' ancestors; frame 2's negated).  One Riccati/innovations gather (Alg. 7.1, 7.2)
+the bodies' ancestors; frame 2's negated; a joint coupling's column is its row itself:
+:mod:`sodyn.algorithms.constraint_rows`).  One Riccati/innovations gather (Alg. 7.1, 7.2)
 then carries the ``n_c`` columns of ``G_c*`` beside ``T − C``: with ``N = D⁻¹ [I − HψK]``,
 ``𝓜⁻¹ = N* D N`` (Lemma 7.5), so ``G_c 𝓜⁻¹ G_c* = Σ_k ε_c* ν_c`` and ``G_c θ̈_f =
 Σ_k ε_c* ν_f`` come out of the gather (``ε = D ν``), with no acceleration scatter per column
@@ -60,7 +62,8 @@ instead (a rheonomic closure, or a time stepper's own target: see
 :mod:`sodyn.simulate.stepping`).
 
 The weld's orientation row is ``log(R₁ Rᵀ R₂ᵀ)`` (rotation vector, world axes) and the
-distance row ``|p_a − p_b| − d``; their velocity rows are exact at ``𝔡 = 0``.
+distance row ``|p_a − p_b| − d``; their velocity rows are exact at ``𝔡 = 0``.  A joint
+coupling's row is ``q[i₁] − q0₁ − p(q[i₂] − q0₂)``, its velocity row exact everywhere.
 """
 
 from __future__ import annotations
@@ -69,24 +72,17 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from sodyn import spatial
 from sodyn.algorithms.articulated import accelerations, riccati_and_innovation_columns, world_frames_at
-from sodyn.algorithms.common import check_state, gravity_acceleration, model_params, passive_joint_force, prepare
-from sodyn.algorithms.kinematics import (
-    WorldKinematics,
-    first_body_origin,
-    slot_ancestors,
-    world_motions_levels,
-)
-from sodyn.constraints import LoopClosures
+from sodyn.algorithms.common import check_state, model_params, passive_joint_force
+from sodyn.algorithms.constraint_rows import Motions, jacobian_from_columns, motions, row_terms
+from sodyn.constraints import LoopClosures, check_coupled_joint
 from sodyn.contraction import contract
 from sodyn.model import WORLD, Model
 from sodyn.runtime.precision import full_precision
 from sodyn.runtime.tuning import FORWARD_UNROLL, SMALL_SOLVE
-from sodyn.static_index import take
-from sodyn.topology import dofs_from_levels, dofs_to_levels, to_levels
+from sodyn.topology import dofs_to_levels, to_levels
 
 METHODS: tuple[str, ...] = ("augmented", "projected")
 DEFAULT_STABILIZATION: tuple[float, float] = (20.0, 100.0)
@@ -96,10 +92,11 @@ class ConstraintForces(NamedTuple):
     """What :func:`constrained_forward_dynamics` returns beside ``θ̈``.
 
     ``lambda_`` ``(n_c,)``: the closures' wrenches on frame 1 (world axes, rows as in
-    :func:`constraint_residual`); ``generalized`` ``(nv,)``: ``G_c* λ``, the joint-space
-    constraint force; ``residual`` ``(n_c,)``: the position error ``𝔡(θ)``;
-    ``velocity_residual``: ``G_c θ̇``; ``acceleration_residual``: ``G_c θ̈ − 𝔘́``, what the solve
-    leaves (zero up to round-off for consistent rows).
+    :func:`constraint_residual`; a joint coupling's force on joint 1's coordinate);
+    ``generalized`` ``(nv,)``: ``G_c* λ``, the joint-space constraint force; ``residual``
+    ``(n_c,)``: the position error ``𝔡(θ)``; ``velocity_residual``: ``G_c θ̇``;
+    ``acceleration_residual``: ``G_c θ̈ − 𝔘́``, what the solve leaves (zero up to round-off for
+    consistent rows).
     """
 
     lambda_: jax.Array
@@ -116,194 +113,32 @@ class ConstraintForces(NamedTuple):
 
 class ClosureRows(NamedTuple):
     """The closures at ``(q, v)`` (internal): ``residual`` ``𝔡`` ``(n_c,)``, ``jacobian`` ``G_c``
-    ``(n_c, nv)`` and ``bias`` ``Ġ_c θ̇`` ``(n_c,)``, all in world axes."""
+    ``(n_c, nv)`` and ``bias`` ``Ġ_c θ̇`` ``(n_c,)``, in the closures' order; world axes for
+    closures between frames, joint space for joint couplings."""
 
     residual: jax.Array
     jacobian: jax.Array
     bias: jax.Array
 
 
-class _Motions(NamedTuple):
-    """The bodies' kinematics in world axes about the first body's origin ``o`` (a point fixed
-    in space at this instant; :func:`~sodyn.algorithms.kinematics.world_motions_levels`):
-    poses, joint axes, velocities ``V_w`` and joint terms; ``acceleration`` ``α₀ + 𝔤`` at
-    ``θ̈ = 0`` with the world accelerating by ``−g`` ``(1, W, 6)``; ``origin`` ``o`` in world
-    coordinates ``(3,)``."""
-
-    kin: WorldKinematics
-    acceleration: jax.Array
-    origin: jax.Array
-
-
-class _Side(NamedTuple):
-    """Frame 1 or frame 2 of each closure ``(n, ...)``, on its body ``b`` (the world: a body at
-    rest), world axes, positions from ``o``: ``R_f`` the frame's rotation, ``p_a`` the anchor's
-    position, ``ṗ_a`` its velocity, ``ω`` the body's angular velocity; at ``θ̈ = 0`` the
-    anchor's acceleration ``a_o + ω̇ × p_a`` (``[ω̇; a_o]`` the body's spatial acceleration
-    about ``o``, gravity's ``−g`` of the world taken back out), its classical part
-    ``ω × ṗ_a`` and ``ω̇``.  ``body`` (static): the body, ``-1`` for the world."""
-
-    body: np.ndarray
-    frame_rotation: jax.Array
-    point: jax.Array
-    velocity: jax.Array
-    omega: jax.Array
-    acceleration: jax.Array
-    classical: jax.Array
-    angular_acceleration: jax.Array
-
-
-def _side(model: Model, mo: _Motions, frames, anchors) -> _Side:
-    """The :class:`_Side` of ``frames`` (static) with ``anchors`` ``(n, 3)`` in their axes."""
-    topo = model.topology
-    kin = mo.kin
-    dtype = kin.translation.dtype
-    fr = np.array([f if f != WORLD else 0 for f in frames], dtype=np.int64)
-    body = np.array([int(model.frame_body[f]) if f != WORLD else -1 for f in frames], dtype=np.int64)
-    moving = jnp.asarray(body >= 0)
-    m = model_params(model, dtype)
-    r_bf = jnp.where(moving[:, None, None], take(m.frame_rotation, fr), jnp.eye(3, dtype=dtype))
-    p_bf = jnp.where(moving[:, None], take(m.frame_translation, fr), 0.0)
-    slot = topo.body_flat[np.maximum(body, 0)]
-    fixed = bool(np.any(body < 0))
-
-    def at_bodies(x, world):  # the bodies' values; the world's for a side on the world
-        y = take(x.reshape((topo.width,) + x.shape[2:]), slot)
-        if not fixed:
-            return y
-        return jnp.where(moving.reshape((-1,) + (1,) * (y.ndim - 1)), y, jnp.asarray(world, dtype))
-
-    rot = at_bodies(kin.rotation, np.eye(3))
-    point = at_bodies(kin.translation, -mo.origin) + spatial.mv(rot, p_bf + spatial.mv(r_bf, anchors))
-    vel = at_bodies(kin.velocity, np.zeros(6))
-    a0 = at_bodies(mo.acceleration, np.zeros(6))
-    w = vel[:, :3]
-    velocity = vel[:, 3:] + spatial.cross(w, point)
-    acc = a0[:, 3:] + spatial.cross(a0[:, :3], point) + jnp.where(moving[:, None], m.gravity, 0.0)
-    return _Side(body, spatial.mm(rot, r_bf), point, velocity, w, acc, spatial.cross(w, velocity), a0[:, :3])
-
-
-class _RowTerms(NamedTuple):
-    """Per row of the closures (world axes): ``residual`` ``𝔡``, ``velocity`` ``G_c θ̇``, ``bias``
-    ``Ġ_c θ̇``, and ``wrench1``, ``wrench2``
-    ``(n_c, 6)``: each row as a wrench about the world origin on side 1's and side 2's body
-    (``G_c = w₁* J₁ − w₂* J₂``, ``J`` the bodies' Jacobians there), whose bodies are ``body1``,
-    ``body2`` (static, ``-1`` for the world)."""
-
-    residual: jax.Array
-    velocity: jax.Array
-    bias: jax.Array
-    wrench1: jax.Array
-    wrench2: jax.Array
-    body1: np.ndarray
-    body2: np.ndarray
-
-
-@full_precision
-def _row_terms(model: Model, closures: LoopClosures, mo: _Motions) -> _RowTerms:
-    """The :class:`_RowTerms` from the bodies' poses and motions.  A point row along the world
-    axis ``e`` is the force ``e`` at the anchor ``p_a``, the wrench ``[p_a × e; e]``; an angular
-    row the moment ``[e; 0]`` (no classical part in ``ω̇``); a distance
-    row the point rows along ``n = d/|d|``, with ``(|ḋ|² − (nᵀḋ)²)/|d|`` in its bias."""
-    s1 = _side(model, mo, closures.frame1, closures.anchor1)
-    s2 = _side(model, mo, closures.frame2, closures.anchor2)
-    dtype = s1.point.dtype
-    eye, zero = jnp.eye(3, dtype=dtype), jnp.zeros((3, 3), dtype)
-
-    def point_wrenches(s):  # (n, 3, 6): rows [p × e_i; e_i]
-        return jnp.concatenate([-spatial.skew(s.point), jnp.broadcast_to(eye, s.point.shape + (3,))], axis=-1)
-
-    p1, p2 = point_wrenches(s1), point_wrenches(s2)
-    moment = jnp.concatenate([eye, zero], axis=-1)
-    d = s1.point - s2.point
-    dv = s1.velocity - s2.velocity
-    dd = s1.acceleration + s1.classical - s2.acceleration - s2.classical  # p̈_a − p̈_b at θ̈ = 0
-    res, vel, bias, w1, w2, rows = [], [], [], [], [], []
-    for i, kind in enumerate(closures.kind):
-        if kind == "weld":
-            err = spatial.mm(s1.frame_rotation[i], spatial.mm(spatial.transpose(closures.rotation[i]),
-                                                               spatial.transpose(s2.frame_rotation[i])))
-            res += [spatial.quat_log(spatial.rotation_to_quat(err)), d[i]]
-            vel += [s1.omega[i] - s2.omega[i], dv[i]]
-            bias += [s1.angular_acceleration[i] - s2.angular_acceleration[i], dd[i]]
-            w1 += [moment, p1[i]]
-            w2 += [moment, p2[i]]
-            rows += [i] * 6
-        elif kind == "point":
-            res.append(d[i])
-            vel.append(dv[i])
-            bias.append(dd[i])
-            w1.append(p1[i])
-            w2.append(p2[i])
-            rows += [i] * 3
-        else:
-            length = spatial.safe_norm(d[i])
-            safe = jnp.where(length > 0, length, 1.0)
-            n = d[i] / safe
-            ndv = jnp.dot(n, dv[i])
-            res.append((length - closures.length[i])[None])
-            vel.append(ndv[None])
-            bias.append((jnp.dot(n, dd[i]) + (jnp.dot(dv[i], dv[i]) - ndv ** 2) / safe)[None])
-            w1.append(spatial.mtv(p1[i], n)[None])
-            w2.append(spatial.mtv(p2[i], n)[None])
-            rows.append(i)
-    rows = np.asarray(rows, dtype=np.int64)
-    cat = jnp.concatenate
-    return _RowTerms(cat(res), cat(vel), cat(bias), cat(w1), cat(w2), s1.body[rows], s2.body[rows])
-
-
-def _ancestor_slots(topo, bodies: np.ndarray) -> np.ndarray:
-    """``(W, len(bodies))``: 1 where a slot holds an ancestor-or-self of the body (static; a
-    column of zeros for the world, ``-1``), from :func:`~sodyn.algorithms.kinematics.slot_ancestors`."""
-    rows = slot_ancestors(topo)[topo.body_flat[np.maximum(bodies, 0)]]
-    return np.where((bodies >= 0)[:, None], rows, 0.0).T
-
-
-def _jacobian_columns(model: Model, axes: list[jax.Array], terms: _RowTerms) -> list[jax.Array]:
-    """``G_c*`` per kernel ``(1, W_k, n_c, nv_k)``: each joint axis at the world origin
-    (``axes``, :func:`~sodyn.algorithms.kinematics.world_subspace_blocks`) against the rows'
-    wrenches, ``w₁`` where the joint supports body 1, ``−w₂`` where it supports body 2."""
-    topo = model.topology
-    dtype = terms.wrench1.dtype
-    m1 = _ancestor_slots(topo, terms.body1)
-    m2 = _ancestor_slots(topo, terms.body2)
-    # per slot, the rows' wrench on the bodies the slot supports: w₁ (body 1), −w₂ (body 2)
-    wrench = jnp.asarray(m1[:, :, None], dtype) * terms.wrench1 - jnp.asarray(m2[:, :, None], dtype) * terms.wrench2
-    return [contract("...wdi,...wci->...wcd", h, wrench[None, s0:s1])
-            for h, (_, s0, s1) in zip(axes, topo.kernel_slots)]
-
-
-def _motions(model: Model, q, v) -> _Motions:
-    """The :class:`_Motions` at ``(q, v)``, by one scatter."""
-    topo = model.topology
-    levels = prepare(model, q)
-    root = gravity_acceleration(model_params(model, q.dtype), q.dtype)
-    kin, acc = world_motions_levels(levels, topo, dofs_to_levels(topo, v, 0.0), root, FORWARD_UNROLL)
-    return _Motions(kin, acc, first_body_origin(levels, topo))
-
-
-def _jacobian(model: Model, columns: list[jax.Array]) -> jax.Array:
-    """``G_c`` ``(n_c, nv)`` from its columns in the slot layout (:func:`_jacobian_columns`)."""
-    return dofs_from_levels(model.topology, [jnp.swapaxes(c, -1, -2) for c in columns]).T
-
-
 def closure_rows(model: Model, q, v, closures: LoopClosures) -> ClosureRows:
     """``𝔡``, ``G_c`` and ``Ġ_c θ̇`` of ``closures`` at ``(q, v)`` (module docstring), from one
-    kinematics scatter."""
-    mo = _motions(model, q, v)
-    terms = _row_terms(model, closures, mo)
-    return ClosureRows(terms.residual, _jacobian(model, _jacobian_columns(model, mo.kin.axes, terms)), terms.bias)
+    kinematics scatter (none for joint couplings alone; :mod:`sodyn.algorithms.constraint_rows`)."""
+    terms = row_terms(model, closures, q, v)
+    return ClosureRows(terms.residual, jacobian_from_columns(model, terms.columns), terms.bias)
 
 
 def constraint_residual(model: Model, q, closures: LoopClosures) -> jax.Array:
-    """The closures' position error ``𝔡(θ)`` ``(n_c,)`` (world axes; per weld ``[rotation
-    vector; position]``, per point the position, per distance the length error)."""
+    """The closures' position error ``𝔡(θ)`` ``(n_c,)`` in their order (world axes; per weld
+    ``[rotation vector; position]``, per point the position, per distance the length error,
+    per joint coupling ``q[i₁] − q0₁ − p(q[i₂] − q0₂)``)."""
     q = _check_q(model, q)
     return closure_rows(model, q, jnp.zeros(model.nv, q.dtype), closures).residual
 
 
 def constraint_jacobian(model: Model, q, closures: LoopClosures) -> jax.Array:
-    """The closures' Jacobian ``G_c`` ``(n_c, nv)`` (``𝔡̇ = G_c θ̇``, world axes)."""
+    """The closures' Jacobian ``G_c`` ``(n_c, nv)`` (``𝔡̇ = G_c θ̇``; world axes, a joint
+    coupling's row ``e_{i₁}ᵀ − p′(q[i₂] − q0₂) e_{i₂}ᵀ``)."""
     q = _check_q(model, q)
     return closure_rows(model, q, jnp.zeros(model.nv, q.dtype), closures).jacobian
 
@@ -321,12 +156,15 @@ def _check_q(model: Model, q) -> jax.Array:
 
 def _check_closures(model: Model, closures) -> None:
     if not isinstance(closures, LoopClosures):
-        raise ValueError(f"constraints must be sodyn.LoopClosures (LoopClosures.point/weld/distance or "
+        raise ValueError(f"constraints must be sodyn.LoopClosures (LoopClosures.point/weld/distance/joint_coupling or "
                          f"LoopClosures.from_equality), got {type(closures).__name__}")
     for f in closures.frame1 + closures.frame2:
         if f != WORLD and not 0 <= f < model.n_frames:
             raise ValueError(f"constraint frame index {f} out of range for model {model.name!r} "
                              f"({model.n_frames} frames): were the closures built for another model?")
+    for j in closures.joint1 + closures.joint2:
+        if j >= 0:
+            check_coupled_joint(model, j, "were the closures built for another model?")
 
 
 def _proximal_solve(a: jax.Array, rhs: jax.Array, rho: jax.Array, iterations: int) -> jax.Array:
@@ -422,10 +260,10 @@ def constrained_forward_dynamics(
         if target.shape != (constraints.n_rows,):
             raise ValueError(f"acceleration_target must have shape (n_c,) = ({constraints.n_rows},), "
                              f"got {target.shape}")
-    mo = _motions(model, q, v)
-    terms = _row_terms(model, constraints, mo)
-    columns = _jacobian_columns(model, mo.kin.axes, terms)
-    g = _jacobian(model, columns)
+    mo = motions(model, q, v)
+    terms = row_terms(model, constraints, q, v, mo)
+    columns = terms.columns
+    g = jacobian_from_columns(model, columns)
     if acceleration_target is None:
         target = -terms.bias - alpha * terms.velocity - beta * terms.residual
     if method == "projected":
@@ -438,12 +276,12 @@ def constrained_forward_dynamics(
     return qdd, ConstraintForces(lam, gen, terms.residual, terms.velocity, error)
 
 
-def _augmented(model: Model, mo: _Motions, v, tau, f_ext, columns, offset, regularization, iterations: int,
+def _augmented(model: Model, mo: Motions, v, tau, f_ext, columns, offset, regularization, iterations: int,
                added):
     """Lemma 11.1 with one gather and one scatter.
 
-    In world axes about ``o`` (:class:`_Motions`; ``f_ext`` and ``B`` carried there from the
-    body frames).  With the bodies' accelerations ``α = α̃ + α₀ + 𝔤`` split into ``α̃``
+    In world axes about ``o`` (:class:`~sodyn.algorithms.constraint_rows.Motions`; ``f_ext``
+    and ``B`` carried there from the body frames).  With the bodies' accelerations ``α = α̃ + α₀ + 𝔤`` split into ``α̃``
     (``α̃(℘) + H* θ̈``, no velocity terms), ``α₀`` (``θ̈ = 0``, from the kinematics scatter) and
     the world's ``−g``, the tree's equations ``(M + B) α + b = …`` are those of a tree without
     velocity terms and with bias forces ``b̃ = b + (M + B)(α₀ + 𝔤)``, ``b = V ×* M V − f_ext``.
