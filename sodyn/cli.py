@@ -25,6 +25,7 @@ import shutil
 import sys
 from collections.abc import Sequence
 
+from sodyn import cli_stand
 from sodyn.cli_outputs import PARTS_SUFFIX, CliError, WriteError, check_parts, check_writable, save_npz, write
 
 BUILTINS = ("pendulum_chain", "double_pendulum", "cart_pole", "cdi_satellite", "humanoid_like")
@@ -86,8 +87,25 @@ def _fraction(text: str) -> float:
 # ---------------------------------------------------------------------------
 
 
+def _example_robot(spec: str) -> bool:
+    """Whether ``spec`` names a robot of example-robot-data (when it is installed)."""
+    if spec.endswith((".urdf", ".xml")) or spec in BUILTINS:
+        return False
+    try:
+        from sodyn.io.robot_data import example_robot
+
+        example_robot(spec)
+    except (ValueError, FileNotFoundError):
+        return False
+    return True
+
+
+def _from_urdf(spec: str) -> bool:
+    return spec.endswith(".urdf") or _example_robot(spec)
+
+
 def _check_model_spec(spec: str) -> None:
-    if spec in BUILTINS:
+    if spec in BUILTINS or _example_robot(spec):
         return
     if spec.endswith((".urdf", ".xml")):
         if not os.path.isfile(spec):
@@ -95,7 +113,8 @@ def _check_model_spec(spec: str) -> None:
         if not os.access(spec, os.R_OK):
             raise CliError(f"model file {spec!r} is not readable")
         return
-    raise CliError(f"unknown model {spec!r}: use one of {', '.join(BUILTINS)}, a .urdf or an MJCF .xml file")
+    raise CliError(f"unknown model {spec!r}: use one of {', '.join(BUILTINS)}, a robot of example-robot-data "
+                   "(sodyn.example_robots()), a .urdf or an MJCF .xml file")
 
 
 def _load(spec: str, floating_base: bool):
@@ -107,6 +126,12 @@ def _load(spec: str, floating_base: bool):
     if spec in BUILTINS:
         return getattr(models, spec)()
     try:
+        if _example_robot(spec):   # its SRDF's poses become keyframes (--stand)
+            import warnings
+
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", sd.IgnoredElementWarning)
+                return sd.example_robot(spec).load(floating_base=floating_base)
         if spec.endswith(".urdf"):
             return sd.load_urdf(spec, floating_base=floating_base)
         return sd.load_mjcf(spec)
@@ -124,7 +149,9 @@ def _floating(model) -> bool:
 def contact_for(model, clearance: float = CLEARANCE):
     """The ground contact ``sodyn simulate --contact`` uses, and its rule as words.
 
-    1. the model's sphere, capsule and box geoms on bodies (:meth:`GroundContact.from_model`);
+    1. the model's sphere, capsule and box geoms on bodies (:meth:`GroundContact.from_model`),
+       else the vertices of its mesh geoms' hulls (whose geoms :func:`geom_contact_for` then
+       collides);
     2. else the frames whose name contains ``foot``, ``feet``, ``toe`` or ``sole`` (any case);
     3. else the leaf bodies (bodies without children): every frame on them away from their
        origin (e.g. ``tip``), else their first frame (the body's own, at its origin).
@@ -140,8 +167,18 @@ def contact_for(model, clearance: float = CLEARANCE):
     import sodyn as sd
 
     g = model.geoms
+    meshes = [i for i in range(len(g)) if g.type[i] == "mesh" and g.body[i] >= 0]
     if any(g.type[i] in ("sphere", "capsule", "box") and g.body[i] >= 0 for i in range(len(g))):
         contact, rule = sd.GroundContact.from_model(model), "collision geoms"
+    elif meshes:  # the hulls' vertices stand for the geoms in the start states' clearance
+        rotation, translation = np.asarray(g.rotation, np.float64), np.asarray(g.translation, np.float64)
+        frames, positions = [], []
+        for i in meshes:
+            vertices = np.unique(np.asarray(g.vertices[i], np.float64), axis=0) @ rotation[i].T + translation[i]
+            frames += [model.frame_names.index(model.body_names[g.body[i]])] * len(vertices)
+            positions.append(vertices)
+        contact = sd.GroundContact.at_frames(model, frames, np.concatenate(positions))
+        rule = "collision geoms"
     else:
         parent, fp = np.asarray(model.parent), np.asarray(model.frame_translation, np.float64)
         frames = [f for f, name in enumerate(model.frame_names)
@@ -255,6 +292,12 @@ def _simulate(args) -> int:
 
     dtype = jnp.float64 if args.float64 else jnp.float32
     model = _load(args.model, args.floating_base).astype(dtype)
+    hint = cli_stand.fixed_base_hint(model, _from_urdf(args.model), args.floating_base)
+    if hint:
+        _say(hint)
+    standing = args.stand is not None
+    if standing and _floating(model) and not args.contact:
+        args.contact = True    # a floating robot stands on the ground
     ground, rule = contact_for(model) if args.contact else (None, "")
     contact = ground
     if ground is not None and rule.startswith("collision geoms"):
@@ -269,9 +312,21 @@ def _simulate(args) -> int:
     dist = sd.simulate.ParameterDistribution(spec) if spec else None
     points = None if ground is None else (ground.body, ground.position)
     radius = 0.0 if ground is None else float(np.max(np.asarray(ground.radius)))
-    sampler = sd.simulate.home_sampler(noise=args.noise, velocity_noise=args.velocity_noise, points=points,
-                                       clearance=CLEARANCE + radius)
+    noise = (0.0 if standing else 0.3) if args.noise is None else args.noise
+    velocity_noise = (0.0 if standing else 0.1) if args.velocity_noise is None else args.velocity_noise
     kwargs = {"integrator": args.integrator}
+    controls, doing = None, "unactuated"
+    if standing:
+        q_pose, servos, control, doing = cli_stand.stand(model, args.stand)
+        roots = [k for k in range(model.n_bodies) if model.joint_types[k] == "free" and int(model.parent[k]) < 0]
+        height = float(q_pose[int(model.topology.q_start[roots[0]]) + 2]) if roots else None
+        sampler = sd.simulate.home_sampler(q=q_pose, noise=noise, velocity_noise=velocity_noise, base_height=height,
+                                           orientation_noise=0.0)
+        controls = jnp.tile(control, (args.steps, 1))
+        kwargs["actuators"] = servos
+    else:
+        sampler = sd.simulate.home_sampler(noise=noise, velocity_noise=velocity_noise, points=points,
+                                           clearance=CLEARANCE + radius)
     if contact is not None:
         kwargs["contact"] = contact
     key = jax.random.PRNGKey(args.seed)
@@ -282,7 +337,7 @@ def _simulate(args) -> int:
     from sodyn.simulate.store import StoreMismatchError
 
     try:
-        result = sd.monte_carlo(model, dist, sampler, None, args.dt, args.steps, args.batch, key, keep="final",
+        result = sd.monte_carlo(model, dist, sampler, controls, args.dt, args.steps, args.batch, key, keep="final",
                                 summary=_summary(bool(args.plot)), chunk=args.chunk or None, store=parts,
                                 resume=args.resume, **kwargs)
     except StoreMismatchError as e:
@@ -293,7 +348,7 @@ def _simulate(args) -> int:
     ok = result.finite
     n_ok = int(np.sum(ok))
     steps = args.batch * args.steps
-    what = [np.dtype(dtype).name, args.integrator, "unactuated",
+    what = [np.dtype(dtype).name, args.integrator, doing,
             "gravity on" if np.any(np.asarray(model.gravity) != 0) else "no gravity",
             f"contact in {len(contact)} slots ({rule})" if contact is not None else "no contact"]
     if args.randomize > 0:
@@ -405,6 +460,9 @@ def _info(args) -> int:
     import numpy as np
 
     model = _load(args.model, args.floating_base)
+    hint = cli_stand.fixed_base_hint(model, _from_urdf(args.model), args.floating_base)
+    if hint:
+        print(hint)
     mass = np.asarray(model.mass, np.float64)
     if not np.all(np.isfinite(mass)) or not np.isfinite(mass.sum()):
         raise CliError(f"{args.model}: the total mass overflows {model.mass.dtype} ({mass.sum():g} kg); "
@@ -447,7 +505,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                "built-in model or a URDF/MJCF file, with a summary; sodyn info "
                                                "[MODEL]: a model's bodies, joints, frames and q/v layout.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="{simulate,info,view}")
-    model_help = f"a built-in model ({', '.join(BUILTINS)}), a .urdf file or an MJCF .xml file"
+    model_help = (f"a built-in model ({', '.join(BUILTINS)}), a robot of example-robot-data (e.g. solo12, "
+                  "talos_reduced), a .urdf file or an MJCF .xml file")
 
     sim = sub.add_parser("simulate", help="batched Monte Carlo simulation with a summary",
                          description="Batched Monte Carlo simulation (sodyn.monte_carlo) of random initial states "
@@ -468,10 +527,16 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--randomize", type=_fraction, default=0.0, metavar="FRACTION",
                      help="scale each body's mass and inertia (and the contact friction) by U(1 - "
                           "FRACTION, 1 + FRACTION); 0: nominal parameters")
-    sim.add_argument("--noise", type=_non_negative_float, default=0.3,
-                     help="initial joint angle noise (std, rad or m) about the home configuration")
-    sim.add_argument("--velocity-noise", type=_non_negative_float, default=0.1,
-                     help="initial joint velocity noise (std)")
+    sim.add_argument("--noise", type=_non_negative_float, default=None,
+                     help="initial joint angle noise (std, rad or m) about the home configuration (default 0.3; "
+                          "0 with --stand)")
+    sim.add_argument("--velocity-noise", type=_non_negative_float, default=None,
+                     help="initial joint velocity noise (std; default 0.1, 0 with --stand)")
+    sim.add_argument("--stand", nargs="?", const="", default=None, metavar="POSE",
+                     help="hold a pose with PD servos on every joint (gains from the joints' inertia at the pose, "
+                          "the pose's static feed-forward): a keyframe's name (an SRDF group_state of an "
+                          "example-robot-data robot, an MJCF key), or the first keyframe; a floating base starts "
+                          "on the ground (--contact implied)")
     sim.add_argument("--seed", type=int, default=0, help="random seed")
     sim.add_argument("--float64", action="store_true", help="simulate in float64 instead of float32")
     sim.add_argument("--cores", type=_count, default=0, help="CPU cores to split the batch over; 0: all")
