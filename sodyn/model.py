@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import equinox as eqx
 import jax
@@ -38,6 +39,11 @@ from sodyn.model_data import (
     check_height_field,
 )
 from sodyn.rotations import quat_to_matrix
+
+if TYPE_CHECKING:  # the modules of these import this one
+    from sodyn.constraints import LoopClosures
+    from sodyn.sensors import Sensors
+    from sodyn.simulate.fluid import Fluid
 from sodyn.topology import Topology, compile_topology
 
 WORLD = -1
@@ -60,7 +66,12 @@ class Model(eqx.Module):
       zero without it (MuJoCo's body ``gravcomp``, :func:`sodyn.simulate.gravity_compensation`);
     - ``actuators`` (:class:`Actuators`), ``geoms`` (:class:`Geoms`) and ``keyframes``
       (:class:`Keyframes`): data the loaders keep for the actuator, contact and simulation
-      code (empty when the source has none).
+      code (empty when the source has none);
+    - ``sensors`` (:class:`sodyn.sensors.Sensors`), ``fluid``
+      (:class:`sodyn.simulate.fluid.Fluid`) and ``closures`` (:class:`sodyn.LoopClosures`: an
+      MJCF file's active ``<equality>`` constraints): what :func:`~sodyn.simulate.step` and
+      :func:`~sodyn.simulate.rollout` use by default (``None`` when the model has none; set
+      them with ``dataclasses.replace(model, fluid=…)``).
 
     A joint spring pulls with ``τ = −stiffness · (q ⊖ spring_reference)``; ``friction`` is
     the dry-friction (MuJoCo ``frictionloss``) force bound; ``q_neutral`` is what
@@ -97,6 +108,9 @@ class Model(eqx.Module):
     frame_names: tuple[str, ...] = eqx.field(static=True)
     frame_body: tuple[int, ...] = eqx.field(static=True)
     name: str = eqx.field(static=True, default="model")
+    sensors: Sensors | None = None
+    fluid: Fluid | None = None
+    closures: LoopClosures | None = None
 
     # -- sizes and names ----------------------------------------------------------
     @property

@@ -247,10 +247,6 @@ def unsupported_elements(mj, nm, off, with_constraints: bool, out: list[str]) ->
     for j in np.flatnonzero(getattr(mj, "jnt_actgravcomp", np.zeros(0))):
         out.append(f"<joint name={nm(obj.mjOBJ_JOINT, int(j), f'joint{j}')!r} actuatorgravcomp='true'> (gravity "
                    "compensation is applied as a passive force, not through the actuators)")
-    if mj.opt.density or mj.opt.viscosity:
-        out.append(f"<option density={mj.opt.density:g} viscosity={mj.opt.viscosity:g}> (fluid forces)")
-    for g in np.flatnonzero(mj.geom_fluid[:, 0]):
-        out.append(f"<geom name={nm(obj.mjOBJ_GEOM, int(g), f'geom{g}')!r} fluidshape='ellipsoid'> (fluid forces)")
     if getattr(mj, "nflex", 0):
         out.append(f"{mj.nflex} <flex> element(s)")
     if mj.opt.enableflags & int(mujoco.mjtEnableBit.mjENBL_OVERRIDE) and "contact" not in off:
@@ -259,9 +255,8 @@ def unsupported_elements(mj, nm, off, with_constraints: bool, out: list[str]) ->
         return
     for e in range(mj.neq):
         kind = int(mj.eq_type[e])
-        if not with_constraints or not eq_supported(mj, e):
-            out.append(f"<equality><{EQ_NAMES.get(kind, kind)} name={nm(obj.mjOBJ_EQUALITY, e, f'equality{e}')!r}>"
-                       + ("" if with_constraints else " (pass with_constraints=True to get it)"))
+        if not eq_supported(mj, e):
+            out.append(f"<equality><{EQ_NAMES.get(kind, kind)} name={nm(obj.mjOBJ_EQUALITY, e, f'equality{e}')!r}>")
 
 
 def eq_supported(mj, e: int) -> bool:

@@ -48,10 +48,19 @@ Conversion rules
   ``frictionloss`` → zero friction, ``limit`` → no limits, ``contact`` → no collision geoms,
   ``actuation`` → no actuators, ``clampctrl`` → unbounded controls, ``constraint`` → all of
   friction loss, limits, contacts and equality constraints.
-* **Actuators** with a joint transmission on a hinge or slide, no activation dynamics, a
-  fixed gain and no or affine bias (``<motor>``, ``<position>``, ``<velocity>``, and
-  ``<general>`` of that form) → :class:`~sodyn.model.Actuators`.  **Keyframes** →
+* **Actuators** with a joint transmission on a hinge or slide, a fixed or affine gain, no or
+  affine bias and activation dynamics none, ``integrator``, ``filter`` or ``filterexact``
+  (``<motor>``, ``<position>``, ``<velocity>``, ``<intvelocity>``, ``<damper>`` and ``<general>``
+  of that form; ``ctrllimited``, ``forcelimited``, ``actlimited``, ``actearly``) →
+  :class:`~sodyn.model.Actuators`; a joint's symmetric ``actuatorfrcrange`` → its
+  ``effort_limit``.  Body ``gravcomp`` → ``Model.gravcomp``.  **Keyframes** →
   :class:`~sodyn.model.Keyframes`.
+* **Simulation data** the steppers use by default: ``<sensor>`` elements →
+  ``Model.sensors`` (:func:`sodyn.io.mjcf_sensors.sensors_from_mujoco`); ``density``,
+  ``viscosity``, ``wind`` and ``fluidshape`` → ``Model.fluid``
+  (:func:`sodyn.simulate.fluid.fluid_from_mujoco`); active ``<equality>`` elements
+  (``connect``, ``weld``, ``joint``) → ``Model.closures`` (:class:`~sodyn.LoopClosures`,
+  hard constraints where MuJoCo's are soft).
 * **Collision** → :class:`~sodyn.model.Geoms`: every geom MuJoCo can collide (``contype`` or
   ``conaffinity`` non-zero, or named by a ``<pair>``) of type plane, sphere, capsule,
   ellipsoid, cylinder, box, mesh (the convex hull MuJoCo collides, in MuJoCo's geom frame:
@@ -65,22 +74,23 @@ Conversion rules
   ``<flag filterparent="disable">`` → ``Geoms.filter_parent``; a body with several joints
   keeps its MuJoCo parent for the parent filter (``Geoms.weld_parent``).  The candidate
   pairs are those of MuJoCo's filters (:func:`sodyn.collision.pairs.candidate_pairs`).
-* **Equality constraints** (``connect``, ``weld``, ``joint``) are returned by
+* **Equality constraints** (``connect``, ``weld``, ``joint``) are also returned by
   ``load_mjcf(..., with_constraints=True)`` as :class:`EqualityConstraints`.
 * **Not modelled, one** :class:`~sodyn.io.diagnostics.UnsupportedElementWarning` **per model
-  naming each element:** tendons, gravity compensation, fluid forces (``density``,
-  ``viscosity``, ``fluidshape``), collision geoms of other types (SDF, a height field without cells) and
-  the pairs naming them, condim 4/6 (kept as data; sodyn's contact law applies sliding
+  naming each element:** tendons, sensors of other types, collision geoms of other types (SDF,
+  a height field without cells) and the pairs naming them, condim 4/6 (kept as data; sodyn's contact law applies sliding
   friction only), non-default ``solref``/``solimp``/``solmix`` of geoms and pairs (sodyn's
   contact law has its own stiffness and damping), an ``<exclude>`` that sodyn's weld-body
-  exclusion widens, other actuators, flexes, equality constraints when
-  ``with_constraints`` is off (or of other types), and the ``override`` flag.  A free joint
+  exclusion widens, other actuators, gravity compensation through the actuators
+  (``actuatorgravcomp``), flexes, equality constraints of other types, and the ``override``
+  flag.  A free joint
   below another body or combined with other joints in one body raises ``ValueError``
   (MuJoCo itself rejects both).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 
 import jax.numpy as jnp
@@ -278,6 +288,8 @@ def from_mujoco(mj, name: str | None = None, dtype=None, with_constraints: bool 
         b.add_keyframe(nm(obj.mjOBJ_KEY, k, f"key{k}"), mj.key_qpos[k], qvel_to_v(mj, mj.key_qpos[k], mj.key_qvel[k]))
     unsupported_elements(mj, nm, flags_off, with_constraints, unsupported)
     model = b.build(dtype=dtype, check_singular=False)  # checked below, naming the source
+    equality = equality_constraints(mj, model, body_names, "equality" in flags_off)
+    model = _with_simulation_data(mj, model, equality, unsupported)
     if unsupported:
         warnings.warn(diagnostics.UnsupportedElementWarning(
             f"{source}: sodyn does not model these elements, which change the dynamics:\n  " + "\n  ".join(unsupported),
@@ -287,8 +299,33 @@ def from_mujoco(mj, name: str | None = None, dtype=None, with_constraints: bool 
         warnings.warn(diagnostics.ApproximatedElementWarning(*approximated), stacklevel=3)
     diagnostics.warn_singular(model, source, stacklevel=3)
     if with_constraints:
-        return model, equality_constraints(mj, model, body_names, "equality" in flags_off)
+        return model, equality
     return model
+
+
+def _with_simulation_data(mj, model: Model, equality, unsupported: list[str]) -> Model:
+    """``model`` with what the steppers use by default: the file's sensors, its fluid and its
+    active equality constraints as :class:`~sodyn.LoopClosures` (hard constraints; MuJoCo's are
+    soft); what is not modelled goes to ``unsupported``."""
+    import mujoco
+
+    from sodyn.constraints import LoopClosures
+    from sodyn.io.mjcf_sensors import sensors_from_mujoco
+    from sodyn.simulate.fluid import fluid_from_mujoco
+
+    sensors = None
+    if mj.nsensor and not mj.opt.disableflags & int(mujoco.mjtDisableBit.mjDSBL_SENSOR):
+        sensors, missing = sensors_from_mujoco(mj, model)
+        unsupported.extend(missing)
+    fluid, missing = fluid_from_mujoco(mj, model)
+    unsupported.extend(missing)
+    closures = None
+    if any(equality.active):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")   # inactive elements are left out by design
+            closures = LoopClosures.from_equality(model, equality)
+    return dataclasses.replace(model, sensors=sensors if sensors is not None and len(sensors) else None,
+                               fluid=fluid, closures=closures)
 
 
 # ---------------------------------------------------------------------------

@@ -162,4 +162,24 @@ def applied_force(model: Model, contact: CompliantContact, linear: SlotCoupling,
     return force - _apply_k(linear, du)
 
 
-__all__ = ["applied_force", "coupled_solve", "coupling_wrench"]
+def slot_wrenches(model: Model, contact: CompliantContact, linear: SlotCoupling, force: jax.Array) -> jax.Array:
+    """The body wrenches ``(n_bodies, 6)`` (body frame, ``[n; f]`` about the origin) of the slot
+    forces ``force (nc, 3)`` (world, on body 2; body 1 takes the opposite) at the slots' contact
+    points ``linear.point1``, ``point2``."""
+    nb = model.n_bodies
+    wrenches, targets = [], []
+    sides = zip((-1.0, 1.0), contact.slot_bodies(model), (linear.rotation1, linear.rotation2),
+                (linear.point1, linear.point2), strict=True)
+    for sign, body, rotation, point in sides:
+        body = np.asarray(body, np.int64)
+        if np.all(body < 0):
+            continue                           # the world's side
+        f_b = sign * spatial.mtv(rotation, force)
+        wrenches.append(jnp.concatenate([spatial.cross(point, f_b), f_b], axis=-1))
+        targets.append(np.where(body < 0, nb, body))
+    if not wrenches:
+        return jnp.zeros((nb, 6), force.dtype)
+    return spread_sum(jnp.concatenate(wrenches), np.concatenate(targets), nb + 1)[:nb]
+
+
+__all__ = ["applied_force", "coupled_solve", "coupling_wrench", "slot_wrenches"]

@@ -3,6 +3,7 @@ checkpointing for long horizons."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable
 from typing import NamedTuple
@@ -13,6 +14,7 @@ import numpy as np
 
 from sodyn.model import Model
 from sodyn.model_data import Actuators
+from sodyn.sensors import sensor_readings
 from sodyn.simulate.actuation import control_size
 from sodyn.simulate.checks import (
     StateWatch,
@@ -49,7 +51,9 @@ class Rollout(NamedTuple):
     closures' joint-space force ``G_c* λ`` ``(steps, nv)`` (``None`` without them) and the
     joint-limit forces ``limit_force`` ``(steps, nv)`` (part of ``tau``).  ``tau`` and
     ``limit_force`` are the forces each step applied (:class:`~sodyn.simulate.StepForces`; the
-    states' activations are ``states.act``).  Slot ``i``
+    states' activations are ``states.act``).  ``sensors (steps, total_dim)``: the readings of
+    the sensors at each step's start state with its acceleration and forces, as MuJoCo's
+    ``sensordata`` after ``mj_step`` (``None`` without sensors).  Slot ``i``
     of a :class:`~sodyn.simulate.ContactModel` belongs to its candidate pair
     ``contact.slots.pair[i]``, between geoms ``contact.slots.geom1[i]`` and ``geom2[i]``; of a
     :class:`~sodyn.simulate.GroundContact`, to its point ``i``."""
@@ -60,6 +64,7 @@ class Rollout(NamedTuple):
     contact_force: jax.Array | None
     constraint_force: jax.Array | None = None
     limit_force: jax.Array | None = None
+    sensors: jax.Array | None = None
 
 
 def _per_step(x, steps: int, shape: tuple[int, ...], name: str, dtype) -> jax.Array | None:
@@ -78,13 +83,19 @@ def rollout(model: Model, state: State, controls: jax.Array | Policy | None, dt,
             params=None, integrator: str = "implicit", contact=None, actuators: Actuators | None = None,
             joint_forces: JointForces | None = None, f_ext=None, substeps: int = 1,
             checkpoint: int | None = None, checked: bool = False, constraints=None,
-            checks: str = "cheap") -> Rollout:
+            checks: str = "cheap", fluid=None, sensors=None, sensor_key=None, observe: str = "state") -> Rollout:
     """Simulate ``steps`` steps of ``dt`` from ``state`` with :func:`~sodyn.simulate.step`.
 
     ``controls``: ``None`` (zero), an array ``(steps, nu)`` (``nu`` = actuators, or ``nv``
     generalised forces without them), or a policy ``control = policy(params, t, state)``
     called at the start of each step (``params`` is passed through, so ``jax.grad`` with
-    respect to it trains the policy).  ``f_ext``: external body-frame wrenches,
+    respect to it trains the policy).  ``observe`` says what the policy sees: ``"state"``
+    (default), ``"sensors"`` (``policy(params, t, readings)``) or ``"both"`` (``policy(params,
+    t, state, readings)``), ``readings`` those of the previous step (:class:`Rollout`'s
+    ``sensors``, the lag of MuJoCo's ``sensordata``; before the first step, the initial state's
+    with zero acceleration and forces).  ``sensors`` (default ``model.sensors``;
+    :class:`~sodyn.sensors.Sensors`) with ``sensor_key`` (a PRNG key: each step's noise from
+    ``fold_in(key, step)``; ``None``: no noise).  ``f_ext``: external body-frame wrenches,
     ``(n_bodies, 6)`` held or ``(steps, n_bodies, 6)`` per step.  The other keywords are
     :func:`~sodyn.simulate.step`'s (``constraints``: loop closures).  The state is cast to the
     model's dtype (:meth:`State.initial`); the ``t`` of the ``k``-th state is ``t0 + k·dt``
@@ -131,7 +142,11 @@ def rollout(model: Model, state: State, controls: jax.Array | Policy | None, dt,
     check_step_options(integrator, substeps)
     checks = "full" if checked else check_checks_option(checks)
     check_dt(dt)
-    forces = resolve_forces(model, actuators, joint_forces, contact, constraints)
+    if observe not in ("state", "sensors", "both"):
+        raise ValueError(f"observe must be 'state', 'sensors' or 'both', got {observe!r}")
+    forces = resolve_forces(model, actuators, joint_forces, contact, constraints, fluid, sensors)
+    if observe != "state" and forces.sensors is None:
+        raise ValueError(f"observe={observe!r} needs sensors: the model has none and none were given (sensors=)")
     state = check_state_value(model, state, forces)
     dtype = state.q.dtype
     warn_if_stiff(model, forces, dt, substeps, integrator, stacklevel=2)
@@ -152,26 +167,34 @@ def rollout(model: Model, state: State, controls: jax.Array | Policy | None, dt,
         if control_xs is not None and checks == "cheap":
             control_xs = checked_controls(control_xs, first_step=1)
 
+    def noisy(index):
+        """The step's forces with its sensor noise key."""
+        if sensor_key is None or forces.sensors is None:
+            return forces
+        return dataclasses.replace(forces, sensor_key=jax.random.fold_in(sensor_key, index))
+
     def one_step(carry, x):
-        s, first = carry
+        s, first, seen = carry
         index, u, f = x
         if policy is not None:
-            u = jnp.asarray(policy(params, s.t, s), dtype)
+            inputs = {"state": (s,), "sensors": (seen,), "both": (s, seen)}[observe]
+            u = jnp.asarray(policy(params, s.t, *inputs), dtype)
             if u.shape != (nu,):
                 raise ValueError(f"the policy must return a control of shape ({nu},), got {u.shape}")
             if checks == "cheap":
                 first = jnp.where(first >= 0, first, _first_bad_control(index, u))
-        new, rec = advance(model, forces, s, u, f, dt, integrator, substeps)
+        new, rec = advance(model, noisy(index), s, u, f, dt, integrator, substeps)
         new = State(new.q, new.v, step_times(t0, index, dt, dt_lo), new.act)
         if watch is not None:
             first = watch.update(first, index, u, new.q, new.v)
         tau = rec.actuator + rec.joint
-        return (new, first), (new, u, tau, rec.contact, rec.constraint, rec.limit)
+        return (new, first, seen if rec.sensors is None else rec.sensors), (new, u, tau, rec.contact, rec.constraint,
+                                                                            rec.limit, rec.sensors)
 
-    carry = (state, jnp.asarray(-1, jnp.int32))
+    carry = (state, jnp.asarray(-1, jnp.int32), _initial_readings(model, forces, state, noisy(0)))
     xs = (jnp.arange(1, steps + 1, dtype=jnp.int32), control_xs, f_xs)
     if checkpoint is None or checkpoint >= steps:
-        (_, first), out = jax.lax.scan(one_step, carry, xs)
+        (_, first, _), out = jax.lax.scan(one_step, carry, xs)
     else:
         first, out = _checkpointed_scan(one_step, carry, xs, steps, checkpoint)
     out = Rollout(*out)
@@ -185,6 +208,19 @@ def rollout(model: Model, state: State, controls: jax.Array | Policy | None, dt,
     if policy is not None and checks == "cheap":
         out = raise_first(out, first, tuple(f"control {i} (from the policy)" for i in range(nu)))
     return out
+
+
+def _initial_readings(model: Model, forces, state: State, noisy) -> jax.Array | None:
+    """The sensors' readings at the initial state with zero acceleration and forces (what a
+    policy observing sensors sees before the first step)."""
+    if forces.sensors is None:
+        return None
+    dtype = state.q.dtype
+    na = control_size(model, forces.actuators)
+    zero = jnp.zeros((model.n_bodies, 6), dtype)
+    return sensor_readings(model, forces.sensors, state.q, state.v, jnp.zeros(model.nv, dtype),
+                           actuator_force=jnp.zeros(na, dtype), joint_actuator_force=jnp.zeros(model.nv, dtype),
+                           f_ext=zero, contact_wrench=zero, t=state.t, key=noisy.sensor_key)
 
 
 def _first_bad_control(step, u) -> jax.Array:

@@ -61,8 +61,8 @@ step is corrected in the next); ``"rk4"`` uses the continuous Baumgarte gains of
 
 from __future__ import annotations
 
+import dataclasses
 import functools
-from typing import NamedTuple
 
 import equinox as eqx
 import jax
@@ -76,7 +76,6 @@ from sodyn.constraints import LoopClosures
 from sodyn.model import Model
 from sodyn.model_data import Actuators
 from sodyn.runtime.batching import chunked_when_vmapped
-from sodyn.simulate.actuation import actuator_forces, control_size, next_activation
 from sodyn.simulate.checks import (
     StateWatch,
     check_checks_option,
@@ -84,119 +83,40 @@ from sodyn.simulate.checks import (
     checked_dt,
     checked_quaternions,
 )
-from sodyn.simulate.contact import CompliantContact, contact_terms
-from sodyn.simulate.coupling import applied_force, coupled_solve
-from sodyn.simulate.joint_forces import JointForces, joint_forces
+from sodyn.simulate.coupling import applied_force, coupled_solve, slot_wrenches
+from sodyn.simulate.joint_forces import JointForces
 from sodyn.simulate.rigid_contact import RigidContact, rigid_contact_step
 from sodyn.simulate.state import State
 from sodyn.simulate.step_size import warn_if_stiff
+from sodyn.simulate.step_terms import (
+    Forces,
+    StepForces,
+    check_control,
+    check_dt,
+    next_act,
+    readings,
+    resolve_forces,
+    step_terms,
+)
 
 INTEGRATORS: tuple[str, ...] = ("implicit", "semi_implicit", "rk4")
 
 
-class StepForces(NamedTuple):
-    """Forces of a step: ``actuator`` and ``joint`` generalised forces ``(nv,)`` (``joint``:
-    limits, friction loss, springs and ``−damping ⊙ v``; ``"implicit"``: as the step applied
-    them, linearized at its end, ``τ − dt K v⁺ − C (v⁺ − v)``; explicit integrators: at the
-    start), the joint-limit share of ``joint`` as ``limit`` ``(nv,)``, the world-frame
-    ``contact`` force on body 2 of each contact slot ``(nc, 3)`` (``None`` without contact): the
-    force the step applied (``"implicit"``: the law linearized at the end of the step; explicit
-    integrators: at the start; rigid contact: the impulse over ``dt``), and the loop closures'
-    joint-space force ``G_c* λ`` ``(nv,)`` (``None`` without them)."""
-
-    actuator: jax.Array
-    joint: jax.Array
-    contact: jax.Array | None
-    constraint: jax.Array | None = None
-    limit: jax.Array | None = None
-
-
-class Forces(eqx.Module):
-    """What acts on the model besides gravity: ``actuators`` (``None``: the model's own when
-    it has some, else the control is the generalised force), joint ``limits`` parameters
-    (:class:`JointForces`), ``contact`` (a :class:`~sodyn.simulate.GroundContact`, a
-    :class:`~sodyn.simulate.RigidContact` or ``None``) and loop ``constraints``
-    (:class:`~sodyn.LoopClosures` or ``None``)."""
-
-    actuators: Actuators | None
-    joint: JointForces
-    contact: CompliantContact | RigidContact | None
-    constraints: LoopClosures | None = None
-
-
-def resolve_forces(model: Model, actuators=None, joint_forces: JointForces | None = None, contact=None,
-                   constraints=None) -> Forces:
-    """The :class:`Forces` of a step's keyword arguments (defaults filled in)."""
-    if actuators is None and len(model.actuators):
-        actuators = model.actuators
-    if actuators is not None and not isinstance(actuators, Actuators):
-        raise ValueError(f"actuators must be an sodyn.Actuators value or None, got {type(actuators).__name__}")
-    if joint_forces is None:
-        with jax.ensure_compile_time_eval():   # concrete defaults, also under jit (step_size reads them)
-            joint_forces = JointForces()
-    elif not isinstance(joint_forces, JointForces):
-        raise ValueError(f"joint_forces must be a JointForces value or None, got {type(joint_forces).__name__}")
-    if contact is not None and not isinstance(contact, (CompliantContact, RigidContact)):
-        raise ValueError(f"contact must be a GroundContact, a ContactModel, a RigidContact or None, got "
-                         f"{type(contact).__name__}")
-    if constraints is not None and not isinstance(constraints, LoopClosures):
-        raise ValueError(f"constraints must be sodyn.LoopClosures or None, got {type(constraints).__name__}")
-    return Forces(actuators, joint_forces, contact, constraints)
-
-
-def check_dt(dt) -> None:
-    """A concrete ``dt`` must be positive and finite: raise now.  (A traced one is checked at run
-    time by :func:`~sodyn.simulate.checks.checked_dt` unless ``checks="off"``.)"""
-    try:
-        value = float(dt)
-    except (TypeError, jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError):
-        return
-    if not value > 0 or value == float("inf"):
-        raise ValueError(f"dt must be a positive, finite time step, got {dt!r}")
-
-
-def check_control(model: Model, forces: Forces, control, dtype) -> jax.Array:
-    """``control`` as an ``(nu,)`` array (zeros for ``None``)."""
-    nu = control_size(model, forces.actuators)
-    if control is None:
-        return jnp.zeros(nu, dtype)
-    u = jnp.asarray(control, dtype)
-    if u.shape != (nu,):
-        what = "the number of actuators" if forces.actuators is not None else "nv (generalised forces)"
-        raise ValueError(f"control must have shape ({nu},) ({what}), got {u.shape}")
-    return u
-
-
-def _terms(model: Model, forces: Forces, q, v, control, f_ext, dt, activation, step_dt=None):
-    """Actuator, joint and contact terms at ``(q, v)`` and ``activation``; contact linearized
-    when ``dt`` is given (``step_dt``: the step, for ``act_early`` actuators)."""
-    act = actuator_forces(model, forces.actuators, q, v, control, activation, step_dt if dt is None else dt)
-    joint = joint_forces(model, forces.joint, q, v)
-    contact = None
-    if forces.contact is not None:
-        contact = contact_terms(model, forces.contact, q, v, dt)
-        f_ext = contact.f_ext if f_ext is None else f_ext + contact.f_ext
-    recorded = StepForces(act.force, joint.force - model.damping.astype(q.dtype) * v,
-                          None if contact is None else contact.force, limit=joint.limit[0])
-    return act, joint, contact, f_ext, recorded
-
-
 def _explicit_acceleration(model, forces, q, v, control, f_ext, activation, dt=None, step_dt=None):
-    act, joint, _, f, recorded = _terms(model, forces, q, v, control, f_ext, None, activation,
-                                        dt if step_dt is None else step_dt)
+    """``(a, recorded, terms)`` with every force at ``(q, v)``."""
+    terms = step_terms(model, forces, q, v, control, f_ext, None, activation, dt if step_dt is None else step_dt)
+    tau, recorded = terms.act.force + terms.joint.force, terms.recorded
     if forces.constraints is not None:
-        a, recorded = _closed_acceleration(model, forces.constraints, q, v, act.force + joint.force, f, None, dt,
-                                           recorded)
-        return a, recorded, act.act_dot
-    return forward_dynamics(model, q, v, act.force + joint.force, f), recorded, act.act_dot
+        a, recorded = _closed_acceleration(model, forces.constraints, q, v, tau, terms.f_ext, None, dt, recorded)
+    else:
+        a = forward_dynamics(model, q, v, tau, terms.f_ext)
+    return a, recorded, terms
 
 
-def _next_act(forces: Forces, state: State, act_dot, dt) -> jax.Array:
-    """The activations after the step (:func:`~sodyn.simulate.actuation.next_activation`)."""
-    if forces.actuators is None:
-        return state.act
-    actuators = jax.tree_util.tree_map(lambda x: x.astype(state.q.dtype), forces.actuators)
-    return next_activation(actuators, state.act, act_dot, dt)
+def _explicit_readings(model, forces, state, a, terms, recorded):
+    """``recorded`` with the sensors' readings at the start of an explicit step."""
+    wrench = None if terms.contact is None else terms.contact.f_ext
+    return recorded._replace(sensors=readings(model, forces, state, a, terms, wrench))
 
 
 def _closed_acceleration(model, closures, q, v, tau, f_ext, added, dt, recorded, v_start=None):
@@ -213,7 +133,8 @@ def _closed_acceleration(model, closures, q, v, tau, f_ext, added, dt, recorded,
 
 def _implicit_step(model, forces, state, control, f_ext, dt):
     q, v = state.q, state.v
-    act, joint, contact, f, recorded = _terms(model, forces, q, v, control, f_ext, dt, state.act)
+    terms = step_terms(model, forces, q, v, control, f_ext, dt, state.act)
+    act, joint, contact, f, recorded = terms.act, terms.joint, terms.contact, terms.f_ext, terms.recorded
     stiffness = act.stiffness + joint.stiffness
     damping = act.damping + joint.damping + model.damping.astype(q.dtype)
     diagonal = model.armature.astype(q.dtype) + dt * damping + dt * dt * stiffness
@@ -249,9 +170,12 @@ def _implicit_step(model, forces, state, control, f_ext, dt):
     else:
         a = coupled_solve(shifted, forces.contact, contact.coupling, q, f, added, solve)
     recorded = closed[0] if closed else recorded
+    wrench = None
     if contact is not None:
-        recorded = recorded._replace(contact=applied_force(model, forces.contact, contact.linearization, q,
-                                                           contact.force, a))
+        force = applied_force(model, forces.contact, contact.linearization, q, contact.force, a)
+        recorded = recorded._replace(contact=force)
+        if forces.sensors is not None:
+            wrench = slot_wrenches(model, forces.contact, contact.linearization, force)
     v_next = v + dt * a
 
     def applied(force, k, c):
@@ -261,15 +185,17 @@ def _implicit_step(model, forces, state, control, f_ext, dt):
     recorded = recorded._replace(
         actuator=applied(act.force, act.stiffness, act.damping),
         joint=applied(joint.force, joint.stiffness, joint.damping) - model.damping.astype(q.dtype) * v_next,
-        limit=applied(*joint.limit))
-    return (State(integrate(model, q, v_next, dt), v_next, state.t + dt, _next_act(forces, state, act.act_dot, dt)),
+        limit=applied(*joint.limit), sensors=readings(model, forces, state, a, terms, wrench))
+    return (State(integrate(model, q, v_next, dt), v_next, state.t + dt, next_act(forces, state, act.act_dot, dt)),
             recorded)
 
 
 def _semi_implicit_step(model, forces, state, control, f_ext, dt):
-    a, recorded, act_dot = _explicit_acceleration(model, forces, state.q, state.v, control, f_ext, state.act, dt)
+    a, recorded, terms = _explicit_acceleration(model, forces, state.q, state.v, control, f_ext, state.act, dt)
+    recorded = _explicit_readings(model, forces, state, a, terms, recorded)
     v_next = state.v + dt * a
-    return (State(integrate(model, state.q, v_next, dt), v_next, state.t + dt, _next_act(forces, state, act_dot, dt)),
+    act_dot = terms.act.act_dot
+    return (State(integrate(model, state.q, v_next, dt), v_next, state.t + dt, next_act(forces, state, act_dot, dt)),
             recorded)
 
 
@@ -277,9 +203,9 @@ def _rk4_step(model, forces, state, control, f_ext, dt):
     q, v = state.q, state.v
 
     def stage(xi, w):
-        a, rec, act_dot = _explicit_acceleration(model, forces, integrate(model, q, xi), w, control, f_ext,
-                                                 state.act, step_dt=dt)
-        return chart_rate(model, xi, w), a, (rec, act_dot)
+        a, rec, terms = _explicit_acceleration(model, forces, integrate(model, q, xi), w, control, f_ext,
+                                               state.act, step_dt=dt)
+        return chart_rate(model, xi, w), a, (rec, terms)
 
     zero = jnp.zeros_like(v)
     k1 = stage(zero, v)
@@ -288,8 +214,10 @@ def _rk4_step(model, forces, state, control, f_ext, dt):
     k4 = stage(dt * k3[0], v + dt * k3[1])
     xi = dt / 6.0 * (k1[0] + 2.0 * k2[0] + 2.0 * k3[0] + k4[0])
     v_next = v + dt / 6.0 * (k1[1] + 2.0 * k2[1] + 2.0 * k3[1] + k4[1])
-    recorded, act_dot = k1[2]
-    return State(integrate(model, q, xi), v_next, state.t + dt, _next_act(forces, state, act_dot, dt)), recorded
+    recorded, terms = k1[2]
+    recorded = _explicit_readings(model, forces, state, k1[1], terms, recorded)
+    return (State(integrate(model, q, xi), v_next, state.t + dt, next_act(forces, state, terms.act.act_dot, dt)),
+            recorded)
 
 
 _STEPPERS = {"implicit": _implicit_step, "semi_implicit": _semi_implicit_step, "rk4": _rk4_step}
@@ -299,7 +227,7 @@ def _with_rigid_contact(stepper):
     """``stepper`` without contact, then the rigid contact impulses (:func:`rigid_contact_step`)."""
 
     def rigid_step(model, forces, state, control, f_ext, dt):
-        free, recorded = stepper(model, Forces(forces.actuators, forces.joint, None), state, control, f_ext, dt)
+        free, recorded = stepper(model, dataclasses.replace(forces, contact=None), state, control, f_ext, dt)
         new, force = rigid_contact_step(model, forces.contact, state, free.v, dt)
         return State(new.q, new.v, new.t, free.act), recorded._replace(contact=force)
 
@@ -380,13 +308,16 @@ def check_state_value(model: Model, state: State, forces: Forces | None = None) 
 
 def step_and_forces(model: Model, state: State, control, dt, *, integrator: str = "implicit", contact=None,
                     actuators: Actuators | None = None, joint_forces: JointForces | None = None, f_ext=None,
-                    substeps: int = 1, constraints: LoopClosures | None = None,
-                    checks: str = "cheap") -> tuple[State, StepForces]:
-    """:func:`step`, also returning the step's :class:`StepForces`."""
+                    substeps: int = 1, constraints: LoopClosures | None = None, checks: str = "cheap",
+                    fluid=None, sensors=None, sensor_key=None) -> tuple[State, StepForces]:
+    """:func:`step`, also returning the step's :class:`StepForces` (with ``sensors``: their
+    readings, :mod:`sodyn.simulate.step_terms`; ``sensor_key``: a PRNG key for their noise)."""
     check_step_options(integrator, substeps)
     checks = check_checks_option(checks)
     check_dt(dt)
-    forces = resolve_forces(model, actuators, joint_forces, contact, constraints)
+    forces = resolve_forces(model, actuators, joint_forces, contact, constraints, fluid, sensors)
+    if sensor_key is not None:
+        forces = dataclasses.replace(forces, sensor_key=sensor_key)
     state = check_state_value(model, state, forces)
     warn_if_stiff(model, forces, dt, substeps, integrator, stacklevel=2)
     control = check_control(model, forces, control, state.q.dtype)
@@ -405,7 +336,7 @@ def step_and_forces(model: Model, state: State, control, dt, *, integrator: str 
 
 def step(model: Model, state: State, control, dt, *, integrator: str = "implicit", contact=None,
          actuators: Actuators | None = None, joint_forces: JointForces | None = None, f_ext=None,
-         substeps: int = 1, constraints: LoopClosures | None = None, checks: str = "cheap") -> State:
+         substeps: int = 1, constraints: LoopClosures | None = None, checks: str = "cheap", fluid=None) -> State:
     """Advance ``state`` by ``dt`` (module docstring for the integrators).
 
     ``control``: actuator controls ``(na,)`` when the model (or ``actuators``) has actuators,
@@ -417,7 +348,9 @@ def step(model: Model, state: State, control, dt, *, integrator: str = "implicit
     ``dt / substeps``, the remedy when a :class:`~sodyn.simulate.StiffStepWarning` (given while
     the step is built, for concrete parameters) says that ``dt`` exceeds the stable-step estimate
     of the stiffest term (:func:`~sodyn.simulate.stable_step`); ``constraints``: loop closures
-    (:class:`~sodyn.LoopClosures`) the step enforces.
+    (:class:`~sodyn.LoopClosures`) the step enforces (default: the model's own, ``model.closures``);
+    ``fluid``: a :class:`~sodyn.simulate.fluid.Fluid` (default ``model.fluid``) whose body
+    wrenches act over the step.
 
     ``checks`` (:mod:`sodyn.simulate.checks`, they hold under ``jax.jit``): ``"cheap"``
     (default) raises at run time on a non-positive or non-finite ``dt``, a zero or non-finite
@@ -427,7 +360,7 @@ def step(model: Model, state: State, control, dt, *, integrator: str = "implicit
     """
     return step_and_forces(model, state, control, dt, integrator=integrator, contact=contact, actuators=actuators,
                            joint_forces=joint_forces, f_ext=f_ext, substeps=substeps, constraints=constraints,
-                           checks=checks)[0]
+                           checks=checks, fluid=fluid, sensors=False)[0]  # nothing reads them
 
 
 __all__ = ["INTEGRATORS", "Forces", "StepForces", "advance", "step", "step_and_forces"]
