@@ -118,7 +118,7 @@ from sodyn.simulate import (
 from sodyn.simulate.store import StoreMismatchError
 
 # submodules used as ``sodyn.<name>`` (``import sodyn`` is enough)
-from sodyn import collision, contraction, io, models, runtime, simulate, spatial, terrain, viewer  # noqa: E402  isort: skip
+from sodyn import collision, contraction, io, models, runtime, sensors, simulate, spatial, terrain, viewer  # noqa: E402  isort: skip
 
 __version__ = "0.1.0"
 
@@ -131,7 +131,7 @@ __all__ = [
     "inverse_dynamics", "inverse_mass_matrix", "inverse_mass_matrix_times", "kinetic_energy",
     "load_mjcf", "load_urdf", "log_det_mass_matrix", "mass_matrix", "neutral_configuration",
     "normalize_configuration", "potential_energy", "random_configuration",
-    "contraction", "io", "models", "simulate", "spatial", "viewer",
+    "contraction", "io", "models", "sensors", "simulate", "spatial", "viewer",
     # how programs run (sodyn.runtime)
     "batch", "jit", "use_cpu_cores", "runtime",
     # operational space, impulses, control

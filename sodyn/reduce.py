@@ -11,6 +11,7 @@ subtrees (see :class:`~sodyn.io.diagnostics.SingularModelWarning`) are dropped.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -45,9 +46,18 @@ def lock_joints(model: Model, joints: Sequence[str | int], q=None) -> Model:
     collision geoms, keyframes (without the locked coordinates) and the actuators of joints
     that stay movable.
 
+    The model's sensors, fluid and loop closures are not carried over (a warning names them).
     Raises ``ValueError`` for an unknown joint, for ``q`` of the wrong size, or when every
     joint would be locked.
     """
+    dropped = [name for name in ("sensors", "fluid", "closures") if getattr(model, name) is not None]
+    if dropped:
+        from sodyn.io.diagnostics import IgnoredElementWarning
+
+        items = tuple(f"Model.{name}" for name in dropped)
+        warnings.warn(IgnoredElementWarning(
+            f"lock_joints: the reduced model has no {', '.join(items)} (they refer to the full model's bodies and "
+            "joints; build them again for the reduced model)", items), stacklevel=2)
     q = np.asarray(model.q_neutral if q is None else q, dtype=np.float64)
     if q.shape != (model.nq,):
         raise ValueError(f"q must have shape ({model.nq},), got {q.shape}")

@@ -4,6 +4,8 @@ implicit step, balance the momentum change of a single joint to round-off."""
 
 from __future__ import annotations
 
+import warnings
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -65,3 +67,69 @@ def test_limit_force_max_bounds_the_limit_force(run):
     assert float(jnp.max(bounded.states.q)) > float(jnp.max(free.states.q)) + 1e-3
     assert bool(jnp.all(jnp.isfinite(jax.grad(lambda b: jnp.sum(go(sd.JointForces(limit_force_max=b), 10.0)
                                                                  .states.q))(20.0))))
+
+
+def test_velocity_limits_brake_within_the_step_that_would_pass_them():
+    """``JointForces(velocity_limits=True)``: a disc at 4.95 rad/s (limit ``W = 5``) under a
+    torque that takes it 0.2 rad/s faster each step ends the first step, and every later one,
+    within ``τ / d_v`` (0.01 %) of ``W``: the brake is linearized about the predicted end-of-step
+    velocity.  The recorded joint force is the brake the step applied (``I Δv / dt``)."""
+    b = sd.ModelBuilder()
+    b.add_body("disc", None, sd.JointSpec.continuous((0.0, 0.0, 1.0)), mass=1.0,
+               inertia=np.diag([0.01, 0.01, INERTIA]), joint_name="spin", velocity_limit=5.0)
+    model = b.build(jnp.float64)
+    torque = 0.2 * INERTIA / DT
+    start = sd.State.initial(model, v=jnp.array([4.95]))
+    traj = jax.jit(lambda s: sd.rollout(model, s, jnp.full((50, 1), torque), DT, 50,
+                                        joint_forces=sd.JointForces(velocity_limits=True)))(start)
+    v = np.asarray(traj.states.v[:, 0])
+    assert np.all(v < 5.0 + torque / 1e4 + 1e-12) and v[-1] > 5.0
+    np.testing.assert_allclose(np.asarray(traj.tau[:, 0]), _momentum_rate(traj, 4.95), rtol=1e-9, atol=1e-9)
+    free = sd.rollout(model, start, jnp.full((5, 1), torque), DT, 5)
+    assert float(free.states.v[0, 0]) == pytest.approx(5.15)
+
+
+@pytest.mark.slow
+def test_a_go2_hop_optimized_with_the_urdf_limits_keeps_them():
+    """A Go2 hop (0.5 s, 2 ms steps, its own mesh hulls on the ground) optimized through the
+    rollout (Adam on piecewise-linear motor torques, maximizing the base's peak height) with the
+    URDF's limits on: motors with the torque–speed envelope of the velocity limits and the effort
+    limits, joint velocity limits, limit forces bounded by ``limit_force_max``.  The hop rises,
+    no joint passes its velocity limit by more than 0.1 %, and no limit force exceeds the bound."""
+    import optax
+
+    from sodyn.simulate.standing import on_the_ground
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sd.LoadWarning)
+        model = sd.with_ground_plane(sd.example_robot("go2").load(floating_base=True, max_hull_vertices=16))
+    contact = sd.ContactModel.from_model(model)
+    q0 = jnp.asarray(on_the_ground(model, model.keyframes["standing"][0]))
+    motors = sd.motors(model, velocity_limit="model")
+    bound = 10.0 * float(jnp.max(model.effort_limit[6:]))
+    limits = sd.JointForces(velocity_limits=True, limit_force_max=bound)
+    dt, steps, knots = 2e-3, 250, 11
+    hat = jax.vmap(lambda e: jnp.interp(dt * jnp.arange(steps), jnp.linspace(0, dt * steps, knots), e),
+                   out_axes=1)(jnp.eye(knots))
+
+    def hop(z):
+        return sd.rollout(model, sd.State.initial(model, q0), hat @ (30.0 * z), dt, steps, contact=contact,
+                          actuators=motors, joint_forces=limits)
+
+    def loss(z):
+        return -jnp.max(hop(z).states.q[:, 2]) + 1e-5 * dt * jnp.sum((hat @ (30.0 * z)) ** 2)
+
+    grad = jax.jit(jax.value_and_grad(loss))
+    opt = optax.adam(0.05)
+    z = jnp.zeros((knots, 12))
+    state = opt.init(z)
+    for _ in range(30):
+        _, g = grad(z)
+        updates, state = opt.update(g, state)
+        z = optax.apply_updates(z, updates)
+    traj = jax.jit(hop)(z)
+    assert bool(jnp.all(jnp.isfinite(traj.states.q)))
+    assert float(jnp.max(traj.states.q[:, 2]) - q0[2]) > 0.05
+    speed = np.abs(np.asarray(traj.states.v[:, 6:])) / np.asarray(model.velocity_limit[6:])
+    assert speed.max() < 1.001
+    assert float(jnp.max(jnp.abs(traj.limit_force))) <= bound

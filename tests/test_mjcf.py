@@ -197,15 +197,16 @@ def test_multi_joint_bodies_and_anchor_frames():
                                  "prismatic")
 
 
-def test_equality_constraints_returned_or_warned():
+def test_equality_constraints_are_the_models_closures_and_returned():
+    """Supported equalities load silently as ``Model.closures`` (what the steppers enforce) and,
+    with ``with_constraints=True``, as :class:`EqualityConstraints` too."""
     xml = ARM.replace("</worldbody>", "</worldbody><equality><joint name='couple' joint1='j1' joint2='j2' "
                       "polycoef='0.1 2 0 0 0'/><connect body1='tool' body2='slider' anchor='0.1 0 0'/></equality>")
-    with pytest.warns(sd.UnsupportedElementWarning,
-                      match=r"<equality><joint name='couple'> \(pass with_constraints=True"):
-        model = load_mjcf(xml)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
+        model = load_mjcf(xml)
         model2, eq = load_mjcf(xml, with_constraints=True)
+    assert model.closures.kind == ("joint", "point") and model.closures.names == ("couple", eq.names[1])
     assert isinstance(eq, sd.EqualityConstraints) and eq.kind == ("joint", "connect") and eq.names[0] == "couple"
     assert eq.joint1[0] == model.joint_q_slice("j1").start and eq.joint2[0] == model.joint_q_slice("j2").start
     np.testing.assert_array_equal(eq.polycoef[0], [0.1, 2, 0, 0, 0])

@@ -17,6 +17,11 @@ limit at speed feels the force that stops it within the step, not ``d ẋ``.  Fr
 regularized Coulomb friction, ``τ_f = −F ẋ / sqrt(ẋ² + ε²)``: below the breakaway torque a
 driven joint creeps at a speed of order ``ε``.  Springs pull with ``−stiffness ⊙ (q ⊖
 spring_reference)``; joint damping (``model.damping``) is applied by the dynamics themselves.
+With ``velocity_limits``, a joint faster than its velocity limit ``W`` (``model.velocity_limit``,
+URDF ``velocity``) is braked by a stiff damper on the excess, ``τ = −d_v (ẋ − clip(ẋ, −W, W))``,
+stepped implicitly about the step's predicted end-of-step velocity (so a step that would carry
+a joint past ``W`` is braked in that step): the speed exceeds ``W`` by about ``τ_other / d_v``
+(``τ_other`` the other forces driving the joint).
 Gravity compensation (``model.gravcomp``, MuJoCo's body ``gravcomp``) is the passive force
 ``τ_gc = g̃(q)``, the generalised gravity force of the compensated masses
 (:func:`gravity_compensation`).
@@ -49,22 +54,26 @@ class JointForces(eqx.Module):
     ``limit_stiffness`` ``k`` (N·m/rad, or N/m for prismatic joints), ``limit_damping`` ``d``,
     ``limit_onset`` ``w`` (rad or m), ``limit_force_max`` ``τ_b`` (N·m or N; ``inf``: no bound)
     and ``friction_velocity`` ``ε`` (rad/s or m/s) are scalar leaves, so they can be randomized
-    and differentiated.  ``limits``, ``friction``, ``springs`` and ``gravcomp`` (gravity
-    compensation) switch each part on or off (static).
+    and differentiated, as is ``velocity_limit_damping`` ``d_v`` (N·m·s/rad or N·s/m).
+    ``limits``, ``friction``, ``springs``, ``gravcomp`` (gravity compensation) and
+    ``velocity_limits`` (off by default) switch each part on or off (static).
     """
 
     limit_stiffness: jax.Array = eqx.field(default_factory=lambda: jnp.asarray(1e5), converter=jnp.asarray)
     limit_damping: jax.Array = eqx.field(default_factory=lambda: jnp.asarray(1e4), converter=jnp.asarray)
     limit_onset: jax.Array = eqx.field(default_factory=lambda: jnp.asarray(1e-3), converter=jnp.asarray)
     limit_force_max: jax.Array = eqx.field(default_factory=lambda: jnp.asarray(jnp.inf), converter=jnp.asarray)
+    velocity_limit_damping: jax.Array = eqx.field(default_factory=lambda: jnp.asarray(1e4), converter=jnp.asarray)
     friction_velocity: jax.Array = eqx.field(default_factory=lambda: jnp.asarray(1e-3), converter=jnp.asarray)
     limits: bool = eqx.field(static=True, default=True)
     friction: bool = eqx.field(static=True, default=True)
     springs: bool = eqx.field(static=True, default=True)
     gravcomp: bool = eqx.field(static=True, default=True)
+    velocity_limits: bool = eqx.field(static=True, default=False)
 
     def __check_init__(self):
-        for name in ("limit_stiffness", "limit_damping", "limit_onset", "limit_force_max", "friction_velocity"):
+        for name in ("limit_stiffness", "limit_damping", "limit_onset", "limit_force_max", "friction_velocity",
+                     "velocity_limit_damping"):
             x = getattr(self, name)
             if x.shape != ():
                 raise ValueError(f"JointForces.{name} must be a scalar, got shape {x.shape}")
@@ -128,8 +137,23 @@ def _may_be_nonzero(x) -> bool:
     return value is None or bool(np.any(value != 0))
 
 
-def joint_forces(model: Model, params: JointForces, q: jax.Array, v: jax.Array) -> JointTerms:
-    """Limit, friction-loss and spring forces at ``(q, v)`` with their per-dof slopes."""
+def velocity_limit_force(model: Model, params: JointForces, v: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """The velocity limits' brake ``−d_v (ẋ − clip(ẋ, −W, W))`` at ``v`` and its damping
+    ``−∂τ/∂v`` per dof (module docstring)."""
+    params = jax.tree_util.tree_map(lambda x: x.astype(v.dtype), params)
+    w = model.velocity_limit.astype(v.dtype)
+    given = jnp.isfinite(w) & (w > 0)                 # a zero velocity limit means "not given"
+    bound = jnp.where(given, w, 1.0)
+    excess = jnp.where(given, v - jnp.clip(v, -bound, bound), 0.0)
+    d = params.velocity_limit_damping
+    return -d * excess, jnp.where(excess != 0, d, 0.0)
+
+
+def joint_forces(model: Model, params: JointForces, q: jax.Array, v: jax.Array,
+                 with_velocity_limits: bool = True) -> JointTerms:
+    """Limit, friction-loss and spring forces at ``(q, v)`` with their per-dof slopes (the
+    velocity limits' brake too unless ``with_velocity_limits=False``: the implicit step takes
+    it at its predicted end-of-step velocity)."""
     dtype = q.dtype
     params = jax.tree_util.tree_map(lambda x: x.astype(dtype), params)
     force = jnp.zeros(model.nv, dtype)
@@ -146,6 +170,9 @@ def joint_forces(model: Model, params: JointForces, q: jax.Array, v: jax.Array) 
         damping = damping + bound / speed
     if params.gravcomp and _may_be_nonzero(model.gravcomp):
         force = force + gravity_compensation(model, q)
+    if params.velocity_limits and with_velocity_limits:
+        brake, slope = velocity_limit_force(model, params, v)
+        force, damping = force + brake, damping + slope
     qi, vi = _hinge_indices(model)
     limit = (jnp.zeros(model.nv, dtype),) * 3
     if params.limits and len(qi):
@@ -191,4 +218,5 @@ def joint_potential_energy(model: Model, params: JointForces, q: jax.Array) -> j
     return energy
 
 
-__all__ = ["JointForces", "JointTerms", "gravity_compensation", "joint_forces", "joint_potential_energy"]
+__all__ = ["JointForces", "JointTerms", "gravity_compensation", "joint_forces", "joint_potential_energy",
+           "velocity_limit_force"]

@@ -84,7 +84,7 @@ from sodyn.simulate.checks import (
     checked_quaternions,
 )
 from sodyn.simulate.coupling import applied_force, coupled_solve, slot_wrenches
-from sodyn.simulate.joint_forces import JointForces
+from sodyn.simulate.joint_forces import JointForces, velocity_limit_force
 from sodyn.simulate.rigid_contact import RigidContact, rigid_contact_step
 from sodyn.simulate.state import State
 from sodyn.simulate.step_size import warn_if_stiff
@@ -148,7 +148,7 @@ def _implicit_step(model, forces, state, control, f_ext, dt):
     undamped = eqx.tree_at(lambda m: m.damping, model, shifted.damping)
     closed = []
 
-    def solver(w):
+    def solver(w, shifted=shifted, tau=tau):
         """Solves with the velocity-product forces at ``w`` (module docstring)."""
         # a free joint's linear armature acts with its own value in the velocity products
         # (sodyn.algorithms.common.passive_joint_force), not with the shifted diagonal
@@ -164,7 +164,14 @@ def _implicit_step(model, forces, state, control, f_ext, dt):
         return solve
 
     predicted = solver(v)(f)                      # a₀, the velocity products at the start
-    solve = solver(v + dt * predicted)            # a, at the predicted end-of-step velocity
+    ahead = v + dt * predicted
+    brake = None
+    if forces.joint.velocity_limits:              # linearized about the predicted end-of-step velocity
+        force_w, slope = velocity_limit_force(model, forces.joint, ahead)
+        brake = (force_w + slope * (ahead - v), slope)     # τ(v⁺) = brake[0] − slope (v⁺ − v)
+        shifted = eqx.tree_at(lambda m: m.armature, shifted, shifted.armature + dt * slope)
+        tau = tau + brake[0]
+    solve = solver(ahead, shifted, tau)           # a, at the predicted end-of-step velocity
     if contact is None:
         a = solve(f)
     else:
@@ -182,9 +189,12 @@ def _implicit_step(model, forces, state, control, f_ext, dt):
         """A force linearized at the end of the step (module docstring)."""
         return force - dt * k * v_next - c * (v_next - v)
 
+    joint_applied = applied(joint.force, joint.stiffness, joint.damping) - model.damping.astype(q.dtype) * v_next
+    if brake is not None:
+        joint_applied = joint_applied + applied(brake[0], 0.0, brake[1])
     recorded = recorded._replace(
         actuator=applied(act.force, act.stiffness, act.damping),
-        joint=applied(joint.force, joint.stiffness, joint.damping) - model.damping.astype(q.dtype) * v_next,
+        joint=joint_applied,
         limit=applied(*joint.limit), sensors=readings(model, forces, state, a, terms, wrench))
     return (State(integrate(model, q, v_next, dt), v_next, state.t + dt, next_act(forces, state, act.act_dot, dt)),
             recorded)
