@@ -19,9 +19,12 @@ driven joint creeps at a speed of order ``ε``.  Springs pull with ``−stiffnes
 spring_reference)``; joint damping (``model.damping``) is applied by the dynamics themselves.
 With ``velocity_limits``, a joint faster than its velocity limit ``W`` (``model.velocity_limit``,
 URDF ``velocity``) is braked by a stiff damper on the excess, ``τ = −d_v (ẋ − clip(ẋ, −W, W))``,
-stepped implicitly about the step's predicted end-of-step velocity (so a step that would carry
-a joint past ``W`` is braked in that step): the speed exceeds ``W`` by about ``τ_other / d_v``
-(``τ_other`` the other forces driving the joint).
+linearized about the implicit step's predicted end-of-step velocity (so a step that would carry
+a joint past ``W`` is braked in that step; the speed then exceeds ``W`` by about ``τ_other /
+d_v``, ``τ_other`` the other forces driving the joint), and the end-of-step velocity is clipped
+to ``[−W, W]`` where the prediction missed (a velocity projection, as physics engines' joint
+speed limits are; its impulse is not among the recorded forces).  Only the ``"implicit"``
+integrator takes velocity limits.
 Gravity compensation (``model.gravcomp``, MuJoCo's body ``gravcomp``) is the passive force
 ``τ_gc = g̃(q)``, the generalised gravity force of the compensated masses
 (:func:`gravity_compensation`).
@@ -149,11 +152,9 @@ def velocity_limit_force(model: Model, params: JointForces, v: jax.Array) -> tup
     return -d * excess, jnp.where(excess != 0, d, 0.0)
 
 
-def joint_forces(model: Model, params: JointForces, q: jax.Array, v: jax.Array,
-                 with_velocity_limits: bool = True) -> JointTerms:
+def joint_forces(model: Model, params: JointForces, q: jax.Array, v: jax.Array) -> JointTerms:
     """Limit, friction-loss and spring forces at ``(q, v)`` with their per-dof slopes (the
-    velocity limits' brake too unless ``with_velocity_limits=False``: the implicit step takes
-    it at its predicted end-of-step velocity)."""
+    velocity limits are the implicit step's: :func:`velocity_limit_force`)."""
     dtype = q.dtype
     params = jax.tree_util.tree_map(lambda x: x.astype(dtype), params)
     force = jnp.zeros(model.nv, dtype)
@@ -170,9 +171,6 @@ def joint_forces(model: Model, params: JointForces, q: jax.Array, v: jax.Array,
         damping = damping + bound / speed
     if params.gravcomp and _may_be_nonzero(model.gravcomp):
         force = force + gravity_compensation(model, q)
-    if params.velocity_limits and with_velocity_limits:
-        brake, slope = velocity_limit_force(model, params, v)
-        force, damping = force + brake, damping + slope
     qi, vi = _hinge_indices(model)
     limit = (jnp.zeros(model.nv, dtype),) * 3
     if params.limits and len(qi):

@@ -142,7 +142,7 @@ def step_terms(model: Model, forces: Forces, q, v, control, f_ext, dt, activatio
     """Actuator, joint, fluid and contact terms at ``(q, v)`` and ``activation``; contact
     linearized when ``dt`` is given (``step_dt``: the step, for ``act_early`` actuators)."""
     act = actuator_forces(model, forces.actuators, q, v, control, activation, step_dt if dt is None else dt)
-    joint = joint_forces(model, forces.joint, q, v, with_velocity_limits=dt is None)
+    joint = joint_forces(model, forces.joint, q, v)
     if forces.fluid is not None:
         fluid = fluid_wrenches(model, forces.fluid, q, v)
         f_ext = fluid if f_ext is None else f_ext + fluid

@@ -164,18 +164,23 @@ def _implicit_step(model, forces, state, control, f_ext, dt):
         return solve
 
     predicted = solver(v)(f)                      # a₀, the velocity products at the start
-    ahead = v + dt * predicted
-    brake = None
-    if forces.joint.velocity_limits:              # linearized about the predicted end-of-step velocity
-        force_w, slope = velocity_limit_force(model, forces.joint, ahead)
-        brake = (force_w + slope * (ahead - v), slope)     # τ(v⁺) = brake[0] − slope (v⁺ − v)
-        shifted = eqx.tree_at(lambda m: m.armature, shifted, shifted.armature + dt * slope)
-        tau = tau + brake[0]
-    solve = solver(ahead, shifted, tau)           # a, at the predicted end-of-step velocity
-    if contact is None:
-        a = solve(f)
-    else:
-        a = coupled_solve(shifted, forces.contact, contact.coupling, q, f, added, solve)
+
+    def solved(ahead):
+        """a with the velocity products, and the velocity limits' brake, at ``ahead``."""
+        brake, model_s, tau_s = None, shifted, tau
+        if forces.joint.velocity_limits:          # linearized about the predicted end-of-step velocity
+            force_w, slope = velocity_limit_force(model, forces.joint, ahead)
+            brake = (force_w + slope * (ahead - v), slope)     # τ(v⁺) = brake[0] − slope (v⁺ − v)
+            model_s = eqx.tree_at(lambda m: m.armature, shifted, shifted.armature + dt * slope)
+            tau_s = tau + brake[0]
+        solve = solver(ahead, model_s, tau_s)
+        if contact is None:
+            return solve(f), brake
+        return coupled_solve(model_s, forces.contact, contact.coupling, q, f, added, solve), brake
+
+    a, brake = solved(v + dt * predicted)         # a, at the predicted end-of-step velocity
+    if forces.joint.velocity_limits:              # once more where a joint's predicted speed was off
+        a, brake = solved(v + dt * a)
     recorded = closed[0] if closed else recorded
     wrench = None
     if contact is not None:
@@ -183,19 +188,24 @@ def _implicit_step(model, forces, state, control, f_ext, dt):
         recorded = recorded._replace(contact=force)
         if forces.sensors is not None:
             wrench = slot_wrenches(model, forces.contact, contact.linearization, force)
-    v_next = v + dt * a
+    v_solved = v + dt * a
 
     def applied(force, k, c):
         """A force linearized at the end of the step (module docstring)."""
-        return force - dt * k * v_next - c * (v_next - v)
+        return force - dt * k * v_solved - c * (v_solved - v)
 
-    joint_applied = applied(joint.force, joint.stiffness, joint.damping) - model.damping.astype(q.dtype) * v_next
+    joint_applied = applied(joint.force, joint.stiffness, joint.damping) - model.damping.astype(q.dtype) * v_solved
     if brake is not None:
         joint_applied = joint_applied + applied(brake[0], 0.0, brake[1])
     recorded = recorded._replace(
         actuator=applied(act.force, act.stiffness, act.damping),
         joint=joint_applied,
         limit=applied(*joint.limit), sensors=readings(model, forces, state, a, terms, wrench))
+    v_next = v_solved
+    if forces.joint.velocity_limits:              # where the prediction missed (joint_forces docstring)
+        w = model.velocity_limit.astype(q.dtype)
+        bound = jnp.where(jnp.isfinite(w) & (w > 0), w, jnp.inf)
+        v_next = jnp.clip(v_solved, -bound, bound)
     return (State(integrate(model, q, v_next, dt), v_next, state.t + dt, next_act(forces, state, act.act_dot, dt)),
             recorded)
 
@@ -265,6 +275,9 @@ def advance(model: Model, forces: Forces, state: State, control, f_ext, dt, inte
 def _advance(model: Model, forces: Forces, state: State, control, f_ext, dt, integrator: str,
              substeps: int) -> tuple[State, StepForces]:
     stepper = _STEPPERS[integrator]
+    if forces.joint.velocity_limits and integrator != "implicit":
+        raise ValueError(f"JointForces(velocity_limits=True) needs integrator='implicit' (its brake is stiff), got "
+                         f"{integrator!r}")
     if isinstance(forces.contact, RigidContact):
         if integrator == "rk4":
             raise ValueError("integrator 'rk4' does not take a RigidContact (impulses act once per step); "
