@@ -129,6 +129,7 @@ def _check_against_mujoco(mj, model, seed: int, n: int = 25):
         np.testing.assert_allclose(nxt, d.act[act_of], rtol=1e-10, atol=1e-10)
 
 
+@pytest.mark.fast
 def test_every_actuator_type_matches_mujoco(written):
     mj, model = written
     assert model.actuators.kind == ("motor", "position", "velocity", "intvelocity", "damper", "general", "general",
@@ -171,6 +172,7 @@ def _forces_at(model, actuators, speeds, u):
     return np.asarray(fn(jnp.asarray(speeds)))
 
 
+@pytest.mark.fast
 def test_a_dc_motor_follows_its_torque_speed_line_and_current_limit():
     """Voltage control at ``V_max``: ``τ = N K_t (V − K_e N ω) / R`` from the stall torque to zero
     at the no-load speed ``V / (K_e N)``, clipped to ``N K_t i_max``; current control at the
@@ -322,6 +324,7 @@ def test_activations_are_state_and_follow_their_dynamics_in_a_rollout():
     np.testing.assert_allclose(rest.states.act[-1], traj.states.act[-1], rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.fast
 def test_rollout_gradients_through_activations_servos_and_bounded_limits():
     """``jax.grad`` of a rollout's end-state loss with respect to the controls, a filter's time
     constant, a servo's gain and the limit-force bound (the shoulder thrown into its limit at

@@ -43,6 +43,7 @@ def _momentum_rate(traj, v0) -> np.ndarray:
     return INERTIA * np.diff(v) / DT
 
 
+@pytest.mark.fast
 def test_a_joint_hitting_its_limit_records_the_force_that_stopped_it(run):
     """At 10 rad/s into the limit with the default stiff limit damper (``d = 10⁴``): the
     recorded ``tau`` (servo, damping and limit) equals ``I Δv / dt`` at every step to round-off,

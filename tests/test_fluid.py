@@ -112,6 +112,7 @@ def _max_error(mj, model, fluids, n_states=10, seed=0, speed=2.0):
     return worst
 
 
+@pytest.mark.fast
 def test_inertia_box_matches_mujoco():
     mj, model = _load(BOX_XML)
     from_mj, notes = fluid_from_mujoco(mj, model)

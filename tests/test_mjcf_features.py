@@ -38,6 +38,7 @@ GRAVCOMP_XML = """
 """
 
 
+@pytest.mark.fast
 def test_gravity_compensation_matches_mujocos_passive_force():
     """``qfrc_passive`` (springs, damping and ``gravcomp`` of 1, ½, ¼ on a welded body, −0.3)
     at 20 random states: sodyn's joint forces (limits and friction loss off: in MuJoCo those are

@@ -7,7 +7,8 @@ Per file, against the compiled ``mujoco.MjModel`` and its ``MjData`` at a random
   friction loss, stiffness and spring reference, ``qpos0`` (sodyn's neutral configuration),
   keyframes, collision geoms (type, size, friction and world pose), actuators (the
   generalised force ``qfrc_actuator`` they produce and the activations' rate ``act_dot`` for
-  random controls and activations), gravity compensation (``qfrc_gravcomp``) and equality
+  random controls and activations), gravity compensation (``qfrc_gravcomp``), fluid forces
+  (``qfrc_fluid``) and equality
   constraints (their residuals equal MuJoCo's ``efc_pos`` rows);
 * every element sodyn does not model is named in the one ``UnsupportedElementWarning``;
 * ``M`` (``mj_fullM``), inverse dynamics (``mj_rne``) and, where ``M`` is regular, the
@@ -106,8 +107,6 @@ def expected_unsupported(mj, model):
     names += [f"<tendon name={name(obj.mjOBJ_TENDON, t, 'tendon')!r}>" for t in range(mj.ntendon)]
     names += [f"<joint name={name(obj.mjOBJ_JOINT, j, 'joint')!r} actuatorgravcomp"
               for j in np.flatnonzero(mj.jnt_actgravcomp)]
-    if mj.opt.density or mj.opt.viscosity:
-        names.append("(fluid forces)")
     if not disabled(mj, "contact") and not disabled(mj, "constraint"):
         for g in range(mj.ngeom):
             if collidable(mj, g) and int(mj.geom_type[g]) not in KEPT_GEOMS:
@@ -149,6 +148,7 @@ def test_mjcf_against_mujoco(key):
     check_actuators(model, mj, qpos, qvel, rng)
     check_springs(model, mj, qpos)
     check_gravcomp(model, mj, qpos)
+    check_fluid(model, mj, qpos, qvel)
     check_equality(model, eq, mj, qpos, out)
 
 
@@ -295,6 +295,19 @@ def check_gravcomp(model, mj, qpos):
     mujoco.mj_forward(mj, d)
     tau = sd.simulate.gravity_compensation(model, jnp.asarray(qpos))
     assert rel_err(tau_to_mujoco(model, qpos, tau), d.qfrc_gravcomp) < TOL
+
+
+def check_fluid(model, mj, qpos, qvel):
+    """qfrc_fluid: ``sd.simulate.fluid_forces`` of the model's own fluid (``Model.fluid``)."""
+    if model.fluid is None:
+        assert not (mj.opt.density > 0 or mj.opt.viscosity > 0) or disabled(mj, "spring") and disabled(mj, "damper")
+        return
+    d = mujoco.MjData(mj)
+    d.qpos[:], d.qvel[:] = qpos, qvel
+    mujoco.mj_forward(mj, d)
+    v = v_from_mujoco(model, qpos, qvel)
+    tau = sd.simulate.fluid_forces(model, model.fluid, jnp.asarray(qpos), v)
+    assert rel_err(tau_to_mujoco(model, qpos, tau), d.qfrc_fluid) < TOL
 
 
 def quat_of(r):

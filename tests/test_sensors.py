@@ -242,6 +242,7 @@ def _compare_with_mujoco(source: str, n_states: int, seed: int, xfrc: bool) -> d
 # -- (a) against MuJoCo ----------------------------------------------------------------------
 
 
+@pytest.mark.fast
 def test_every_supported_kind_matches_mujoco_sensordata():
     mj, model, sensors, unsupported = _loaded(SENSOR_XML)
     kinds = set(sensors.kind)

@@ -45,6 +45,11 @@ manifold (Munthe-Kaas form: the stages move in the chart ``q ⊕ ξ`` with
 :func:`sodyn.joints.chart_rate`), all forces explicit; the control and external forces are
 held over the step.
 
+Joint velocity limits (``JointForces(velocity_limits=True)``, ``"implicit"`` only) take their
+brake linearized about the predicted end-of-step velocity ``v + dt a`` of the solve before
+(:mod:`sodyn.simulate.joint_forces`): one more solve, and a clip where it still misses.  The
+forces a step applies and the sensors it reads are :mod:`sodyn.simulate.step_terms`'.
+
 ``contact=RigidContact(ground)`` (:mod:`sodyn.simulate.rigid_contact`) replaces the compliant
 contact forces by impulses: the step runs without contact (``"implicit"`` or
 ``"semi_implicit"``) to its velocity ``v_free``, the contact impulses of the Delassus problem
