@@ -1,13 +1,17 @@
 """MuJoCo model elements beyond the kinematic tree, converted for :mod:`sodyn.io.mjcf`:
-``<flag>`` switches, collision geoms, actuators, keyframe velocities, and the list of the
-elements sodyn does not model (see the :mod:`sodyn.io.mjcf` docstring for the rules)."""
+``<flag>`` switches, collision geoms, actuators, keyframe velocities, the simulation data the
+steppers use (sensors, fluid, equality constraints), and the list of the elements sodyn does not
+model (see the :mod:`sodyn.io.mjcf` docstring for the rules)."""
 
 from __future__ import annotations
+
+import dataclasses
+import warnings
 
 import numpy as np
 
 from sodyn.io.meshes import Hull, convex_hull
-from sodyn.model import ModelBuilder
+from sodyn.model import Model, ModelBuilder
 from sodyn.rotations import quat_to_matrix
 
 #: MuJoCo geom types kept as collision geometry, by ``mjtGeom`` value.
@@ -275,7 +279,32 @@ def eq_supported(mj, e: int) -> bool:
     return False
 
 
+def with_simulation_data(mj, model: Model, equality, unsupported: list[str]) -> Model:
+    """``model`` with what the steppers use by default: the file's sensors, its fluid and its
+    active equality constraints as :class:`~sodyn.LoopClosures` (hard constraints; MuJoCo's are
+    soft); what is not modelled goes to ``unsupported``."""
+    import mujoco
+
+    from sodyn.constraints import LoopClosures
+    from sodyn.io.mjcf_sensors import sensors_from_mujoco
+    from sodyn.simulate.fluid import fluid_from_mujoco
+
+    sensors = None
+    if mj.nsensor and not mj.opt.disableflags & int(mujoco.mjtDisableBit.mjDSBL_SENSOR):
+        sensors, missing = sensors_from_mujoco(mj, model)
+        unsupported.extend(missing)
+    fluid, missing = fluid_from_mujoco(mj, model)
+    unsupported.extend(missing)
+    closures = None
+    if any(equality.active):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")   # inactive elements are left out by design
+            closures = LoopClosures.from_equality(model, equality)
+    return dataclasses.replace(model, sensors=sensors if sensors is not None and len(sensors) else None,
+                               fluid=fluid, closures=closures)
+
+
 __all__ = [
     "EQ_NAMES", "add_actuators", "add_contact", "add_geoms", "eq_supported", "mesh_hull", "qvel_to_v",
-    "switched_off", "unsupported_elements",
+    "switched_off", "unsupported_elements", "with_simulation_data",
 ]

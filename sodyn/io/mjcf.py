@@ -90,7 +90,6 @@ Conversion rules
 
 from __future__ import annotations
 
-import dataclasses
 import warnings
 
 import jax.numpy as jnp
@@ -106,6 +105,7 @@ from sodyn.io._mjcf_elements import (
     qvel_to_v,
     switched_off,
     unsupported_elements,
+    with_simulation_data,
 )
 from sodyn.io.mjcf_equality import EqualityConstraints, equality_constraints
 from sodyn.joints import JointSpec
@@ -289,7 +289,7 @@ def from_mujoco(mj, name: str | None = None, dtype=None, with_constraints: bool 
     unsupported_elements(mj, nm, flags_off, with_constraints, unsupported)
     model = b.build(dtype=dtype, check_singular=False)  # checked below, naming the source
     equality = equality_constraints(mj, model, body_names, "equality" in flags_off)
-    model = _with_simulation_data(mj, model, equality, unsupported)
+    model = with_simulation_data(mj, model, equality, unsupported)
     if unsupported:
         warnings.warn(diagnostics.UnsupportedElementWarning(
             f"{source}: sodyn does not model these elements, which change the dynamics:\n  " + "\n  ".join(unsupported),
@@ -301,31 +301,6 @@ def from_mujoco(mj, name: str | None = None, dtype=None, with_constraints: bool 
     if with_constraints:
         return model, equality
     return model
-
-
-def _with_simulation_data(mj, model: Model, equality, unsupported: list[str]) -> Model:
-    """``model`` with what the steppers use by default: the file's sensors, its fluid and its
-    active equality constraints as :class:`~sodyn.LoopClosures` (hard constraints; MuJoCo's are
-    soft); what is not modelled goes to ``unsupported``."""
-    import mujoco
-
-    from sodyn.constraints import LoopClosures
-    from sodyn.io.mjcf_sensors import sensors_from_mujoco
-    from sodyn.simulate.fluid import fluid_from_mujoco
-
-    sensors = None
-    if mj.nsensor and not mj.opt.disableflags & int(mujoco.mjtDisableBit.mjDSBL_SENSOR):
-        sensors, missing = sensors_from_mujoco(mj, model)
-        unsupported.extend(missing)
-    fluid, missing = fluid_from_mujoco(mj, model)
-    unsupported.extend(missing)
-    closures = None
-    if any(equality.active):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")   # inactive elements are left out by design
-            closures = LoopClosures.from_equality(model, equality)
-    return dataclasses.replace(model, sensors=sensors if sensors is not None and len(sensors) else None,
-                               fluid=fluid, closures=closures)
 
 
 # ---------------------------------------------------------------------------
