@@ -94,8 +94,8 @@ def rollout(model: Model, state: State, controls: jax.Array | Policy | None, dt,
     t, state, readings)``), ``readings`` those of the previous step (:class:`Rollout`'s
     ``sensors``, the lag of MuJoCo's ``sensordata``; before the first step, the initial state's
     with zero acceleration and forces).  ``sensors`` (default ``model.sensors``;
-    :class:`~sodyn.sensors.Sensors`) with ``sensor_key`` (a PRNG key: each step's noise from
-    ``fold_in(key, step)``; ``None``: no noise).  ``f_ext``: external body-frame wrenches,
+    :class:`~sodyn.sensors.Sensors`; ``False``: read none) with ``sensor_key`` (a PRNG key:
+    each step's noise from ``fold_in(key, step)``; ``None``: no noise).  ``f_ext``: external body-frame wrenches,
     ``(n_bodies, 6)`` held or ``(steps, n_bodies, 6)`` per step.  The other keywords are
     :func:`~sodyn.simulate.step`'s (``constraints``: loop closures).  The state is cast to the
     model's dtype (:meth:`State.initial`); the ``t`` of the ``k``-th state is ``t0 + k·dt``
