@@ -324,14 +324,15 @@ def test_bad_mjcf(tmp_path):
 
 def test_lock_joints_keeps_model_data():
     """Locking keeps geoms (re-expressed in the movable body), keyframes (without the locked
-    coordinates) and the actuators of joints that stay movable."""
+    coordinates) and the actuators of joints that stay movable; it names the fluid it drops."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", sd.LoadWarning)
         model = load_mjcf(OPTIONS)
     q = np.asarray(model.q_neutral).copy()
     q[7] = 0.4
-    reduced = sd.lock_joints(model, ["hinge"], q)
-    assert reduced.joint_names == ("root",) and len(reduced.actuators) == 0
+    with pytest.warns(sd.IgnoredElementWarning, match=r"lock_joints: the reduced model has no Model\.fluid"):
+        reduced = sd.lock_joints(model, ["hinge"], q)
+    assert reduced.joint_names == ("root",) and len(reduced.actuators) == 0 and reduced.fluid is None
     assert reduced.geoms.names == model.geoms.names and reduced.geoms.body == (-1, 0, 0, 0)
     np.testing.assert_array_equal(reduced.keyframes.q, np.asarray(model.keyframes.q)[:, :7])
     np.testing.assert_array_equal(reduced.keyframes.v, np.asarray(model.keyframes.v)[:, :6])
