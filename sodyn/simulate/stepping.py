@@ -48,7 +48,8 @@ held over the step.
 Joint velocity limits (``JointForces(velocity_limits=True)``, ``"implicit"`` only) take their
 brake linearized about the predicted end-of-step velocity ``v + dt a`` of the solve before
 (:mod:`sodyn.simulate.joint_forces`): one more solve, and a clip where it still misses.  The
-forces a step applies and the sensors it reads are :mod:`sodyn.simulate.step_terms`'.
+forces a step applies and the sensors it reads are in :mod:`sodyn.simulate.step_terms` (with
+substeps, averaged over them like the forces).
 
 ``contact=RigidContact(ground)`` (:mod:`sodyn.simulate.rigid_contact`) replaces the compliant
 contact forces by impulses: the step runs without contact (``"implicit"`` or
