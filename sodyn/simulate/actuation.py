@@ -129,7 +129,7 @@ def actuator_forces(model: Model, actuators: Actuators | None, q: jax.Array, v: 
                 raise ValueError("actuators with act_early need the step's dt")
             used = jnp.where(early, next_activation(a, act, act_dot, dt), act)
         w = u.at[idx].set(used)
-    length, rate = a.gear * q[_q_index(model, dof)], a.gear * v[dof]
+    length, rate = a.gear * q[q_index(model, dof)], a.gear * v[dof]
     gain = a.gain + a.gain_slope[:, 0] * length + a.gain_slope[:, 1] * rate
     raw = gain * w + a.bias[:, 0] + a.bias[:, 1] * length + a.bias[:, 2] * rate
     lo, hi, d_lo, d_hi = _force_range(a, rate)
@@ -145,7 +145,7 @@ def actuator_forces(model: Model, actuators: Actuators | None, q: jax.Array, v: 
     return ActuatorTerms(clipped, jnp.where(inside, stiffness, 0.0), jnp.where(inside, damping, 0.0), f, act_dot)
 
 
-def _q_index(model: Model, dof: np.ndarray) -> np.ndarray:
+def q_index(model: Model, dof: np.ndarray) -> np.ndarray:
     """Static ``q`` index of each one-dof joint's ``v`` index."""
     topo = model.topology
     q_of_v = {int(topo.v_start[k]): int(topo.q_start[k]) for k in range(model.n_bodies)}
@@ -163,4 +163,4 @@ def activation_size(actuators: Actuators | None) -> int:
 
 
 __all__ = ["ActuatorTerms", "activation_rate", "activation_size", "actuator_forces", "control_size",
-           "next_activation"]
+           "next_activation", "q_index"]

@@ -21,6 +21,7 @@ import numpy as np
 from sodyn.joints import KERNEL_OF
 from sodyn.model import Model
 from sodyn.model_data import Actuators
+from sodyn.simulate.actuation import q_index
 
 
 def _one_dof_joints(model: Model, joints: Sequence[str] | None) -> list[int]:
@@ -185,10 +186,8 @@ def servo_indices(model: Model, actuators: Actuators) -> tuple[np.ndarray, np.nd
     n = len(actuators) // 3
     if len(actuators) % 3 or actuators.kind[:n] != ("position",) * n:
         raise ValueError("servo_indices takes the actuators of pd_servos")
-    topo = model.topology
-    q_of_v = {int(topo.v_start[k]): int(topo.q_start[k]) for k in range(model.n_bodies)}
     iv = np.asarray(actuators.dof[:n], dtype=np.int32)
-    return np.array([q_of_v[int(d)] for d in iv], dtype=np.int32), iv
+    return q_index(model, iv), iv
 
 
 def dc_motors(model: Model, joints: Sequence[str] | None = None, *, torque_constant, resistance, voltage,

@@ -140,14 +140,18 @@ def _may_be_nonzero(x) -> bool:
     return value is None or bool(np.any(value != 0))
 
 
+def velocity_bounds(model: Model, dtype) -> jax.Array:
+    """Each dof's velocity limit ``W (nv,)``, ``inf`` where none is given (zero or ``inf``)."""
+    w = model.velocity_limit.astype(dtype)
+    return jnp.where(jnp.isfinite(w) & (w > 0), w, jnp.inf)
+
+
 def velocity_limit_force(model: Model, params: JointForces, v: jax.Array) -> tuple[jax.Array, jax.Array]:
     """The velocity limits' brake ``−d_v (ẋ − clip(ẋ, −W, W))`` at ``v`` and its damping
     ``−∂τ/∂v`` per dof (module docstring)."""
     params = jax.tree_util.tree_map(lambda x: x.astype(v.dtype), params)
-    w = model.velocity_limit.astype(v.dtype)
-    given = jnp.isfinite(w) & (w > 0)                 # a zero velocity limit means "not given"
-    bound = jnp.where(given, w, 1.0)
-    excess = jnp.where(given, v - jnp.clip(v, -bound, bound), 0.0)
+    bound = velocity_bounds(model, v.dtype)
+    excess = v - jnp.clip(v, -bound, bound)
     d = params.velocity_limit_damping
     return -d * excess, jnp.where(excess != 0, d, 0.0)
 
@@ -217,4 +221,4 @@ def joint_potential_energy(model: Model, params: JointForces, q: jax.Array) -> j
 
 
 __all__ = ["JointForces", "JointTerms", "gravity_compensation", "joint_forces", "joint_potential_energy",
-           "velocity_limit_force"]
+           "velocity_bounds", "velocity_limit_force"]

@@ -29,13 +29,10 @@ from sodyn.configuration import integrate
 from sodyn.model import Model
 from sodyn.model_data import Actuators
 from sodyn.simulate.actuator_builders import _one_dof_joints, pd_servos, servo_control, servo_indices
+from sodyn.simulate.monte_carlo import _floating_roots
 
 #: Contacts within this distance of the lowest one support the pose (m).
 SUPPORT_DEPTH = 5e-3
-
-
-def _root_free_joints(model: Model) -> list[int]:
-    return [k for k in range(model.n_bodies) if model.joint_types[k] == "free" and int(model.parent[k]) < 0]
 
 
 @jax.jit
@@ -77,15 +74,6 @@ def _moving_inertia(model: Model, pose, omega: np.ndarray, origin: np.ndarray, b
     return float(np.sum(energy[bodies]))
 
 
-def _subtree(model: Model, root: int) -> np.ndarray:
-    inside = np.zeros(model.n_bodies, bool)
-    inside[root] = True
-    for b in range(model.n_bodies):        # bodies are in depth-first (parent-first) order
-        if int(model.parent[b]) >= 0 and inside[int(model.parent[b])]:
-            inside[b] = True
-    return inside
-
-
 def servo_gains(model: Model, q, *, frequency: float = 10.0, damping_ratio: float = 1.0,
                 joints: Sequence[str] | None = None, support: Sequence[int] = ()) -> tuple[np.ndarray, np.ndarray]:
     """``(k_p, k_v)`` of each one-dof joint in ``joints`` (default: all) at pose ``q`` (module
@@ -101,7 +89,7 @@ def servo_gains(model: Model, q, *, frequency: float = 10.0, damping_ratio: floa
     omega, origin = _unit_twists(model, derivatives, dofs)
     m = []
     for i, k in enumerate(bodies):
-        below = _subtree(model, k)
+        below = model.topology.support[:, int(model.topology.v_start[k])]    # the bodies joint k moves
         carried = ~below if np.any(below[list(support)]) else below
         m.append(_moving_inertia(model, derivatives[0], omega[i], origin[i], carried))
     m = np.asarray(m) + np.asarray(model.armature)[dofs]
@@ -109,23 +97,31 @@ def servo_gains(model: Model, q, *, frequency: float = 10.0, damping_ratio: floa
     return kp, 2.0 * damping_ratio * np.sqrt(kp * m)
 
 
+def _ground_contacts(model: Model, q) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Distance ``(m,)``, world position ``(m, 3)`` and body ``(m,)`` of the model's contact
+    slots at ``q`` between a body geom and a world geom (``None`` when there are none)."""
+    from sodyn.collision.collide import collide
+
+    geom_body = np.asarray(model.geoms.body)
+    contacts = jax.jit(collide)(model, jnp.asarray(q, model.mass.dtype))
+    g1, g2 = np.asarray(contacts.geom1, dtype=int), np.asarray(contacts.geom2, dtype=int)
+    on_world = (geom_body[g1] < 0) != (geom_body[g2] < 0) if len(g1) else np.zeros(0, bool)
+    if not on_world.any():
+        return None
+    body = np.maximum(geom_body[g1], geom_body[g2])[on_world]      # the side that is not the world
+    return np.asarray(contacts.distance)[on_world], np.asarray(contacts.position)[on_world], body
+
+
 def support_points(model: Model, q, depth: float = SUPPORT_DEPTH) -> tuple[np.ndarray, np.ndarray]:
     """The bodies and world positions ``(n,)``, ``(n, 3)`` of the model's contacts at ``q``
     between a body geom and a world geom, within ``depth`` of the lowest (none for a model
     without world geoms)."""
-    from sodyn.collision.collide import collide
-
-    world = np.asarray(model.geoms.body) < 0
-    contacts = jax.jit(collide)(model, jnp.asarray(q, model.mass.dtype))
-    g1, g2 = np.asarray(contacts.geom1, dtype=int), np.asarray(contacts.geom2, dtype=int)
-    on_world = world[g1] != world[g2] if len(g1) else np.zeros(0, bool)
-    if not on_world.any():
+    found = _ground_contacts(model, q)
+    if found is None:
         return np.zeros(0, int), np.zeros((0, 3))
-    distance = np.asarray(contacts.distance)
-    lowest = distance[on_world].min()
-    take = on_world & (distance <= lowest + depth)
-    bodies = np.where(world[g1[take]], np.asarray(model.geoms.body)[g2[take]], np.asarray(model.geoms.body)[g1[take]])
-    return bodies, np.asarray(contacts.position)[take]
+    distance, position, body = found
+    take = distance <= distance.min() + depth
+    return body[take], position[take]
 
 
 def _point_jacobians(model: Model, q: jax.Array, bodies: np.ndarray, points: np.ndarray) -> np.ndarray:
@@ -144,7 +140,7 @@ def static_equilibrium(model: Model, q, support: tuple[np.ndarray, np.ndarray] |
     :func:`support_points`), used only by a floating base."""
     q = jnp.asarray(q, model.mass.dtype)
     g = np.asarray(jax.jit(gravity_forces)(model, q), dtype=np.float64)
-    free = _root_free_joints(model)
+    free = _floating_roots(model)
     if not free:
         return g, np.zeros((0, 3))
     base = np.zeros(model.nv, bool)
@@ -169,20 +165,15 @@ def static_feedforward(model: Model, q, support: tuple[np.ndarray, np.ndarray] |
 def on_the_ground(model: Model, q, depth: float = 5e-4) -> np.ndarray:
     """``q`` with each root free joint moved vertically so that the lowest contact with a world
     geom is ``depth`` deep (the pose unchanged otherwise); ``q`` for a fixed base."""
-    from sodyn.collision.collide import collide
-
     q = np.array(q, dtype=np.float64)
-    free = _root_free_joints(model)
+    free = _floating_roots(model)
     if not free:
         return q
-    world = np.asarray(model.geoms.body) < 0
-    contacts = jax.jit(collide)(model, jnp.asarray(q, model.mass.dtype))
-    g1, g2 = np.asarray(contacts.geom1, dtype=int), np.asarray(contacts.geom2, dtype=int)
-    on_world = world[g1] != world[g2] if len(g1) else np.zeros(0, bool)
-    if not on_world.any():
+    found = _ground_contacts(model, q)
+    if found is None:
         raise ValueError("on_the_ground: the model has no contact with a world geom (add a ground plane with "
                          "sodyn.with_ground_plane)")
-    lift = -depth - float(np.asarray(contacts.distance)[on_world].min())
+    lift = -depth - float(found[0].min())
     for k in free:
         q[int(model.topology.q_start[k]) + 2] += lift
     return q
@@ -193,7 +184,7 @@ def hold_pose(model: Model, q, *, frequency: float = 10.0, damping_ratio: float 
     """:func:`~sodyn.simulate.pd_servos` on every one-dof joint with :func:`servo_gains`, and
     the constant control holding pose ``q`` with the :func:`static_feedforward` (zero without
     ``feedforward``)."""
-    support = support_points(model, q) if _root_free_joints(model) else (np.zeros(0, int), np.zeros((0, 3)))
+    support = support_points(model, q) if _floating_roots(model) else (np.zeros(0, int), np.zeros((0, 3)))
     kp, kv = servo_gains(model, q, frequency=frequency, damping_ratio=damping_ratio, support=tuple(support[0]))
     servos = pd_servos(model, kp=kp, kv=kv)
     iq, iv = servo_indices(model, servos)

@@ -90,7 +90,7 @@ from sodyn.simulate.checks import (
     checked_quaternions,
 )
 from sodyn.simulate.coupling import applied_force, coupled_solve, slot_wrenches
-from sodyn.simulate.joint_forces import JointForces, velocity_limit_force
+from sodyn.simulate.joint_forces import JointForces, velocity_bounds, velocity_limit_force
 from sodyn.simulate.rigid_contact import RigidContact, rigid_contact_step
 from sodyn.simulate.state import State
 from sodyn.simulate.step_size import warn_if_stiff
@@ -209,8 +209,7 @@ def _implicit_step(model, forces, state, control, f_ext, dt):
         limit=applied(*joint.limit), sensors=readings(model, forces, state, a, terms, wrench))
     v_next = v_solved
     if forces.joint.velocity_limits:              # where the prediction missed (joint_forces docstring)
-        w = model.velocity_limit.astype(q.dtype)
-        bound = jnp.where(jnp.isfinite(w) & (w > 0), w, jnp.inf)
+        bound = velocity_bounds(model, q.dtype)
         v_next = jnp.clip(v_solved, -bound, bound)
     return (State(integrate(model, q, v_next, dt), v_next, state.t + dt, next_act(forces, state, act.act_dot, dt)),
             recorded)
