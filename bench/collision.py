@@ -411,7 +411,7 @@ def main(argv=None) -> int:
     for name in (x for x in PARTS if x in args.parts):
         load, t1 = os.getloadavg()[0], time.time()
         table = funcs[name](args)
-        parts[name] = (f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d}, commit `{provenance.commit()}`, "
+        parts[name] = (f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d}, commit `{provenance.commit()}`, "
                        f"{provenance.machine()}, load average {load:.2f}, {_versions()}; "
                        f"`python bench/collision.py {argv_s}`".rstrip() + f"; {args.rounds} rounds of {args.calls} "
                        f"calls; part wall {(time.time() - t1) / 60:.1f} min.\n\n" + table)

@@ -363,7 +363,7 @@ def main(argv=None) -> int:
         f"- device: {dev.device_kind} ({dev.platform}), {len(jax.devices())} device(s); host {provenance.machine()}",
         f"- {_versions()}",
         f"- sodyn {os.environ.get('SODYN_COMMIT') or provenance.commit()}; "
-        f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC",
+        f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC",
         f"- float32; `jax.jit(jax.vmap(f))`; median time per call; compile = lower + compile; "
         f"MJX Newton solver, {args.mjx_iterations} iterations, {args.mjx_ls_iterations} line-search iterations",
     ])

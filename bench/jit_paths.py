@@ -1,10 +1,10 @@
 """The paths a user writes, side by side on one CPU device: plain ``jax.jit(jax.vmap(f))``,
-``equinox.filter_jit(jax.vmap(f))`` and ``sodyn.jit(jax.vmap(f))``, against Pinocchio (float64:
+``equinox.filter_jit(jax.vmap(f))``, ``sodyn.jit(jax.vmap(f))`` and ``sodyn.jit(sodyn.batch(f))`` (cache-sized
+chunks, one device), against Pinocchio (float64:
 ``abaInParallel`` / ``rneaInParallel`` with one thread, ``crba`` and ``computeMinverse`` loops).
 
-The process runs a JAX computation before it imports sodyn, as a user's program may; the
-section's header says whether sodyn's import-time fallback
-(:func:`sodyn.runtime.xla.prefer_classic_emitters`, jaxlib before 0.11) is in place.  Ops:
+The process runs a JAX computation before it imports sodyn, as a user's program may (sodyn's
+import changes nothing in JAX either way).  Ops:
 forward dynamics, inverse dynamics, ``M``, ``M⁻¹`` (batch ``--batch``), and ``jax.grad`` of a
 ``--steps``-step semi-implicit Euler rollout's loss with respect to its torques (batch
 ``--rollout-batch`` initial configurations, at rest, at zero torque, joint damping off).  Each variant is compiled once (its compile time is
@@ -42,13 +42,14 @@ import provenance  # noqa: E402
 
 import sodyn as sd  # noqa: E402
 from sodyn.io import q_to_pinocchio, v_to_pinocchio  # noqa: E402
-from sodyn.runtime.xla import classic_emitters_in_place  # noqa: E402
 
 OPS = ("fd", "id", "M", "Minv", "rollout_grad")
+#: How each path maps a per-sample function over the batch and compiles it.
 JITS = {
-    "jax.jit": lambda f: jax.jit(f),
-    "eqx.filter_jit": lambda f: eqx.filter_jit(f),
-    "sodyn.jit": lambda f: sd.jit(f),
+    "jax.jit": lambda f: jax.jit(jax.vmap(f)),
+    "eqx.filter_jit": lambda f: eqx.filter_jit(jax.vmap(f)),
+    "sodyn.jit": lambda f: sd.jit(jax.vmap(f)),
+    "sodyn.batch": lambda f: sd.jit(sd.batch(f, devices=None)),
 }
 
 
@@ -128,7 +129,7 @@ def run(args) -> str:
                 t = spread * jax.random.normal(jax.random.PRNGKey(2), (batch, model.nv), dtype)
                 compiled, compile_s = {}, {}
                 for jit_name, jit in JITS.items():
-                    fn = jit(jax.vmap(lambda q, v, t, f=fns[op]: f(q, v, t)))
+                    fn = jit(lambda q, v, t, f=fns[op]: f(q, v, t))
                     t0 = time.perf_counter()
                     jax.block_until_ready(fn(q, v, t))
                     compile_s[jit_name] = time.perf_counter() - t0
@@ -153,20 +154,19 @@ def run(args) -> str:
 
 
 def _table(rows, args) -> str:
-    fallback = classic_emitters_in_place()
-    when = (f"A JAX computation before `import sodyn`; sodyn's import-time fallback (classic emitters for "
-            f"later CPU programs) {'in place' if fallback else 'not in place'}; `XLA_FLAGS` = "
-            f"`{os.environ.get('XLA_FLAGS', '')}`")
-    head = (f"### Plain `jax.jit`, `eqx.filter_jit` and `sodyn.jit` on one device (jax {jax.__version__})\n\n"
+    when = f"A JAX computation before `import sodyn`; `XLA_FLAGS` = `{os.environ.get('XLA_FLAGS', '')}`"
+    head = (f"### Plain `jax.jit`, `eqx.filter_jit`, `sodyn.jit` of `jax.vmap`, and `sodyn.batch`, on one device "
+            f"(jax {jax.__version__})\n\n"
             f"{when}. "
             f"{datetime.date.today()}, commit `{provenance.commit()}`, {provenance.machine()}, Python {platform.python_version()}. "
             f"µs per sample (median of {args.rounds} interleaved rounds of 3 calls), in brackets the ratio to "
             f"`sodyn.jit`; Pinocchio float64, one thread (`abaInParallel`, `rneaInParallel`, `crba` and "
             f"`computeMinverse` loops); `rollout_grad` is `jax.grad` of a {args.steps}-step rollout's loss "
-            f"w.r.t. its torques. Compile: seconds to the first result (plain / eqx / sodyn.jit). "
+            f"w.r.t. its torques; `sodyn.batch` is `sodyn.jit(sodyn.batch(f, devices=None))` (cache-sized chunks). "
+            f"Compile: seconds to the first result (plain / eqx / sodyn.jit / sodyn.batch). "
             f"Agreement: largest |x − x_sodyn.jit| / (1 + |x_sodyn.jit|).\n\n")
-    lines = ["| model | dtype | op | B | jax.jit | eqx.filter_jit | sodyn.jit | Pinocchio | jax.jit / Pinocchio "
-             "| compile (s) | agreement |", "|" + "---|" * 11]
+    lines = ["| model | dtype | op | B | jax.jit | eqx.filter_jit | sodyn.jit | sodyn.batch | Pinocchio "
+             "| jax.jit / Pinocchio | compile (s) | agreement |", "|" + "---|" * 12]
     for name, dtype, op, batch, med, comp, agree in rows:
         base = med["sodyn.jit"]
         cell = lambda k: f"{med[k] * 1e6:.2f} ({med[k] / base:.2f})" if k in med else "–"  # noqa: E731
@@ -174,7 +174,8 @@ def _table(rows, args) -> str:
         vs_pin = f"{med['jax.jit'] / pin:.2f}" if pin else "–"
         comp_s = " / ".join(f"{comp[k]:.1f}" for k in JITS)
         lines.append(f"| {name} | {dtype} | {op} | {batch} | {cell('jax.jit')} | {cell('eqx.filter_jit')} | "
-                     f"{cell('sodyn.jit')} | {f'{pin * 1e6:.2f}' if pin else '–'} | {vs_pin} | {comp_s} | {agree:.0e} |")
+                     f"{cell('sodyn.jit')} | {cell('sodyn.batch')} | {f'{pin * 1e6:.2f}' if pin else '–'} | {vs_pin} | "
+                     f"{comp_s} | {agree:.0e} |")
     return head + "\n".join(lines) + "\n"
 
 

@@ -328,7 +328,7 @@ def main(argv=None) -> int:
     t0, load = time.time(), os.getloadavg()[0]
     argv_s = " ".join(sys.argv[1:] if argv is None else argv)
     table = run(args)
-    text = (f"## Mesh robots: sodyn vs MJX\n\n{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d}, commit "
+    text = (f"## Mesh robots: sodyn vs MJX\n\n{datetime.datetime.now(datetime.UTC):%Y-%m-%d}, commit "
             f"`{provenance.commit()}`, {provenance.machine()}, load average {load:.2f}, {_versions()}; "
             f"`python bench/mesh_robots.py {argv_s}`".rstrip() + f"; {args.rounds} rounds of {args.calls} calls; "
             f"wall {(time.time() - t0) / 60:.1f} min.\n\n" + table)

@@ -3,7 +3,7 @@
 
     python bench/run.py                 # full run (~20 min on 2 cores), writes bench/results.md + plots
     python bench/run.py --quick         # tiny smoke configuration (chain8, B=2, float64, sodyn + pin)
-    python bench/run.py --models panda --batches 1,1024 --dtypes float64 --peers pin,mjx --xla nofusion
+    python bench/run.py --models panda --batches 1,1024 --dtypes float64 --peers pin,mjx --xla default
 
 See bench/README.md.  The orchestrator spawns one worker sub-process per (XLA setting, model,
 library group) so that XLA_FLAGS is set before ``import jax`` and a hang or crash costs only
@@ -25,7 +25,7 @@ sys.path.insert(0, HERE)
 
 ROBOTS = ["panda", "solo12", "talos"]
 CHAINS = [f"chain{n}" for n in (8, 16, 32, 64, 128, 256)]
-DEFAULT_XLA = ["nofusion=--xla_cpu_use_fusion_emitters=false", "default="]
+DEFAULT_XLA = ["default="]
 
 
 def csv(s):
@@ -51,8 +51,7 @@ def parse_args(argv=None):
     p.add_argument("--ops", type=csv, default=["rnea", "M", "Minv", "fd", "lambda", "gradfd"])
     p.add_argument("--peers", type=csv, default=["pin", "mjx"], help="pin,mjx (sodyn is always run)")
     p.add_argument("--xla", action="append", default=None, metavar="NAME=FLAGS",
-                   help="XLA flag setting, repeatable (default: nofusion=--xla_cpu_use_fusion_emitters=false "
-                        "and default=)")
+                   help="XLA flag setting, repeatable (default: default=, XLA's defaults)")
     p.add_argument("--secondary-models", type=csv, default=["panda"],
                    help="models run under the 2nd and later XLA settings (reduced plan)")
     p.add_argument("--secondary-ops", type=csv, default=["fd", "M", "gradfd"])
@@ -235,8 +234,8 @@ def orchestrate(a):
                 continue
             cmd = [sys.executable, os.path.abspath(__file__), "--worker", kind, "--model", model, "--xla-name", name,
                    "--jsonl", jsonl] + _cli(a, **over)
-            # the setting's flags and nothing else: import sodyn keeps XLA_FLAGS as given
-            env = dict(os.environ, XLA_FLAGS=flags, PYTHONUNBUFFERED="1", SODYN_KEEP_XLA_DEFAULTS="1")
+            # the setting's flags and nothing else (import sodyn sets none)
+            env = dict(os.environ, XLA_FLAGS=flags, PYTHONUNBUFFERED="1")
             print(f"== [{elapsed:5.1f} min] XLA_FLAGS={flags!r} {kind} {model}", flush=True)
             try:
                 r = subprocess.run(cmd, env=env, timeout=timeout)

@@ -5,9 +5,7 @@ spheres (radius 0.0175 m) against the plane ``z = 0``, time step 1 ms:
 
 1. ``step``: one default (linearly implicit) step with contact, and one ``"semi_implicit"``
    step, against forward dynamics alone, each under ``sodyn.jit(sodyn.batch(f))`` (chunks),
-   ``sodyn.jit(jax.vmap(f))`` and plain ``jax.jit(jax.vmap(f))`` at ``--batch`` samples (where
-   XLA:CPU has the switch, also plain ``jax.jit`` with its default fusion emitters, which
-   sodyn's import-time fallback replaces by the classic ones);
+   ``sodyn.jit(jax.vmap(f))`` and plain ``jax.jit(jax.vmap(f))`` at ``--batch`` samples;
 2. ``mjx``: the same step against ``mjx.step`` (the URDF without meshes loaded by MuJoCo, the
    same four spheres and a floor plane, only foot–plane contacts, the same servos as MuJoCo
    ``<position>`` actuators, Newton solver with ``--mjx-iterations`` / ``--mjx-ls-iterations``),
@@ -55,7 +53,6 @@ import models as bm  # noqa: E402
 import provenance  # noqa: E402
 
 import sodyn as sd  # noqa: E402
-from sodyn.runtime.xla import supported_options  # noqa: E402
 from sodyn.simulate import GroundContact, State, position_servos, rollout, step, stepping  # noqa: E402
 
 PARTS = ("step", "mjx", "grad", "checkpoint")
@@ -229,9 +226,6 @@ def part_step(solo: Solo, args) -> str:
     wrappers = {"sodyn.jit(sodyn.batch)": lambda f: sd.jit(sd.batch(f, devices=None)),
                 "sodyn.jit(jax.vmap)": lambda f: sd.jit(jax.vmap(f)),
                 "jax.jit(jax.vmap)": lambda f: jax.jit(jax.vmap(f))}
-    fusion = supported_options({"xla_cpu_use_fusion_emitters": True})
-    if fusion:
-        wrappers["jax.jit(jax.vmap), fusion emitters"] = lambda f: jax.jit(jax.vmap(f), compiler_options=fusion)
     calls, comp = {}, {}
     for wname, wrap in wrappers.items():
         for fname, (f, a) in fns.items():
@@ -508,7 +502,7 @@ def main(argv=None) -> int:
     for name in (x for x in PARTS if x in args.parts):
         load, t1 = os.getloadavg()[0], time.time()
         table = funcs[name](solo, args)
-        parts[name] = (f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d}, commit `{provenance.commit()}`, "
+        parts[name] = (f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d}, commit `{provenance.commit()}`, "
                        f"{provenance.machine()}, load average {load:.2f}, {_versions()}; "
                        f"`python bench/simulation.py {argv_s}`".replace(" `", " `", 1).rstrip()
                        + f"; {args.rounds} rounds of {args.calls} calls; part wall {(time.time() - t1) / 60:.1f} "

@@ -6,9 +6,9 @@ How programs run is tuned apart from the math, in :mod:`sodyn.runtime`: :func:`s
 (``jax.jit`` plus XLA:CPU compile options), :func:`sodyn.batch` (a batch mapped in cache-sized
 chunks and split across CPU cores) and :func:`sodyn.use_cpu_cores`.
 
-On jaxlib before 0.11, ``import sodyn`` gives every CPU program compiled after it the compile
-option ``xla_cpu_use_fusion_emitters=False`` (the code generator :func:`sodyn.jit` selects);
-``SODYN_KEEP_XLA_DEFAULTS=1`` keeps XLA's defaults (:func:`sodyn.runtime.xla.prefer_classic_emitters`).
+Importing or calling sodyn changes no global state of JAX or XLA: no configuration, no
+environment variable, no compile option of programs it does not compile itself, and no meaning
+of ``jax.vmap`` or ``jax.jit``.  Tuning is asked for explicitly, through :mod:`sodyn.runtime`.
 """
 
 from sodyn.algorithms.articulated import (
@@ -98,7 +98,6 @@ from sodyn.joints import JointSpec
 from sodyn.model import Actuators, Geoms, Keyframes, Model, ModelBuilder
 from sodyn.reduce import lock_joints
 from sodyn.runtime import batch, jit, use_cpu_cores
-from sodyn.runtime.xla import prefer_classic_emitters
 from sodyn.simulate import (
     ContactModel,
     GroundContact,
@@ -163,4 +162,3 @@ __all__ = [
     "StoreMismatchError",
 ]
 
-prefer_classic_emitters()  # jaxlib before 0.11 only (module docstring)

@@ -146,8 +146,9 @@ def _load(spec: str, floating_base: bool):
 def _summary(per_step_energy: bool):
     """The per-sample summary: ``final_q``, ``finite``, ``energy_end`` ``E(T)``, ``energy_drift =
     |E(T) − E(dt)| / max(|E(dt)|, 1 J)`` (``E`` kinetic + gravitational potential energy after
-    each step), for a floating base ``base_height`` per step, and with ``per_step_energy``
-    (for ``--plot``) ``energy`` per step (:func:`sodyn.simulate.monte_carlo.default_summary`)."""
+    each step), for a floating base ``base_height`` per step, with ``per_step_energy``
+    (for ``--plot``) ``energy`` per step (:func:`sodyn.simulate.monte_carlo.default_summary`),
+    and for a model with sensors their readings per step, ``sensors (steps, total_dim)``."""
     import jax.numpy as jnp
 
     from sodyn.algorithms.kinematics import kinetic_energy, potential_energy
@@ -165,6 +166,8 @@ def _summary(per_step_energy: bool):
             first, last = (kinetic_energy(model, q[i], v[i]) + potential_energy(model, q[i]) for i in (0, -1))
         out["energy_end"] = last
         out["energy_drift"] = jnp.abs(last - first) / jnp.maximum(jnp.abs(first), 1.0)
+        if rollout.sensors is not None:
+            out["sensors"] = rollout.sensors
         return out
 
     return summary
@@ -301,7 +304,7 @@ def _plot(args, model, result, contact, path: str) -> None:
 
     from sodyn import viewer
 
-    Figure, FigureCanvasAgg, _ = viewer._mpl()
+    Figure, FigureCanvasAgg, _ = viewer.matplotlib_classes()
     bands = [("energy", "energy [J]")] + ([("base_height", "base height [m]")] if "base_height" in result.stats else [])
     fig = Figure(figsize=(5.0 * (len(bands) + 1), 4.5), dpi=100)
     FigureCanvasAgg(fig)
@@ -450,8 +453,9 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--seed", type=int, default=0, help="random seed")
     sim.add_argument("--float64", action="store_true", help="simulate in float64 instead of float32")
     sim.add_argument("--cores", type=_count, default=0, help="CPU cores to split the batch over; 0: all")
-    sim.add_argument("--out", metavar="FILE.npz", help="save the summary, the sampled parameters and the initial "
-                                                       "and final states to this .npz file")
+    sim.add_argument("--out", metavar="FILE.npz", help="save the summary, the sampled parameters, the initial "
+                                                       "and final states and, for a model with sensors, their "
+                                                       "readings' statistics per step to this .npz file")
     sim.add_argument("--plot", metavar="FILE.png", help="save energy (and base height) bands over time and the "
                                                         "final pose of sample 0 to this image")
     sim.add_argument("--gif", metavar="FILE.gif", help="save an animation of sample 0 (simulated again alone) "

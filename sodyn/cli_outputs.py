@@ -84,7 +84,11 @@ def write(path: str, option: str, writer: Callable[[str], None], parts: str | No
 
 def save_npz(args, model, result, rule: str, path: str) -> None:
     """The ``--out`` file at ``path``: the run's options, finite flags, initial and final states,
-    statistics (``NAME_mean``, ...), per-sample values and sampled parameters (``param_PATH``)."""
+    statistics (``NAME_mean``, ...), per-sample values and sampled parameters (``param_PATH``);
+    for a model with sensors, the statistics of their readings over the samples at every step
+    (``sensors_mean``, ``sensors_std``, ``sensors_min``, ``sensors_max``, each ``(steps,
+    total_dim)``) with ``sensor_names``, ``sensor_kinds`` and each sensor's ``sensor_adr`` and
+    ``sensor_dim`` in a row of readings (MuJoCo's ``sensordata`` layout)."""
     import numpy as np
 
     data = {
@@ -102,6 +106,10 @@ def save_npz(args, model, result, rule: str, path: str) -> None:
         data.setdefault(name, x)
     for name, x in result.params.items():
         data[f"param_{name}"] = x
+    if "sensors" in result.stats:
+        sensors = model.sensors
+        data.update(sensor_names=np.asarray(sensors.names), sensor_kinds=np.asarray(sensors.kind),
+                    sensor_adr=np.asarray(sensors.adr), sensor_dim=np.asarray(sensors.dim))
     np.savez_compressed(path, **data)
 
 

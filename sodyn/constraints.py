@@ -11,7 +11,11 @@ a holonomic constraint ``𝔡(θ) = 0`` between a frame 1 and a frame 2 (either 
 * ``"joint"`` (1 row; MuJoCo's ``<equality><joint>``): two one-dof (hinge or slide) joints
   coupled by a polynomial, ``q[i₁] − q0₁ = Σₖ cₖ (q[i₂] − q0₂)ᵏ`` (``k = 0..4``), or one joint
   held at ``q[i₁] = q0₁ + c₀``.  ``q0`` are reference values (by default the model's
-  ``q_neutral``, MuJoCo's ``qpos0``).
+  ``q_neutral``, MuJoCo's ``qpos0``);
+* ``"tendon"`` (1 row; MuJoCo's ``<equality><tendon>``): the same polynomial coupling of two
+  fixed tendons' lengths (``model.tendons``, :mod:`sodyn.simulate.tendons`),
+  ``L₁ − L0₁ = Σₖ cₖ (L₂ − L0₂)ᵏ``, or one tendon held at ``L₁ = L0₁ + c₀`` (``L0``: the
+  lengths at ``q_neutral``, MuJoCo's ``tendon_length0``).
 
 Anchors are in their own frame's axes.  The rows between frames are expressed in **world
 axes** (rows ``[ω₁ − ω₂; ṗ_a − ṗ_b]`` for a weld, ``ṗ_a − ṗ_b`` for a point, the velocity along
@@ -43,8 +47,10 @@ from sodyn.joints import KERNEL_OF
 from sodyn.model import WORLD, Model
 from sodyn.runtime.precision import full_precision
 
-KINDS: tuple[str, ...] = ("weld", "point", "distance", "joint")
-ROWS: dict[str, int] = {"weld": 6, "point": 3, "distance": 1, "joint": 1}
+KINDS: tuple[str, ...] = ("weld", "point", "distance", "joint", "tendon")
+ROWS: dict[str, int] = {"weld": 6, "point": 3, "distance": 1, "joint": 1, "tendon": 1}
+#: the kinds whose rows are in joint space (no kinematics)
+COUPLINGS: tuple[str, ...] = ("joint", "tendon")
 
 
 class LoopClosures(eqx.Module):
@@ -57,7 +63,9 @@ class LoopClosures(eqx.Module):
     (zero otherwise).  Static: ``kind``, ``frame1``, ``frame2`` (indices into
     ``model.frame_names``, ``-1`` = the world; ``-1`` for a joint coupling), ``joint1``,
     ``joint2`` (a joint coupling's joints, indices into ``model.joint_names``; ``-1`` for no
-    second joint and for the other kinds), ``names``.
+    second joint and for the other kinds), ``names``, ``tendon1``, ``tendon2`` (a tendon
+    coupling's tendons, indices into ``model.tendons``; ``-1`` likewise; filled with ``-1`` when
+    not given).
     """
 
     anchor1: jax.Array
@@ -72,6 +80,13 @@ class LoopClosures(eqx.Module):
     joint1: tuple[int, ...] = eqx.field(static=True)
     joint2: tuple[int, ...] = eqx.field(static=True)
     names: tuple[str, ...] = eqx.field(static=True)
+    tendon1: tuple[int, ...] | None = eqx.field(static=True, default=None)
+    tendon2: tuple[int, ...] | None = eqx.field(static=True, default=None)
+
+    def __post_init__(self) -> None:
+        none = (-1,) * len(self.kind)
+        self.tendon1 = none if self.tendon1 is None else tuple(self.tendon1)
+        self.tendon2 = none if self.tendon2 is None else tuple(self.tendon2)
 
     def __len__(self) -> int:
         return len(self.kind)
@@ -101,7 +116,8 @@ class LoopClosures(eqx.Module):
         cat = lambda name: jnp.concatenate([getattr(c, name) for c in closures])  # noqa: E731
         tup = lambda name: sum((getattr(c, name) for c in closures), ())  # noqa: E731
         return LoopClosures(**{name: cat(name) for name in _LEAVES},
-                            **{name: tup(name) for name in ("kind", "frame1", "frame2", "joint1", "joint2", "names")})
+                            **{name: tup(name) for name in ("kind", "frame1", "frame2", "joint1", "joint2", "names",
+                                                            "tendon1", "tendon2")})
 
     # -- constructors -----------------------------------------------------------------
 
@@ -177,28 +193,56 @@ class LoopClosures(eqx.Module):
         indices into ``model.joint_names``.  The row is ``𝔡 = q[i₁] − q0₁ − p(x)``,
         ``x = q[i₂] − q0₂``, with Jacobian ``e_{i₁}ᵀ − p′(x) e_{i₂}ᵀ``.
         """
-        dtype = model.mass.dtype
         j1 = _joint(model, joint1, "joint1")
         j2 = -1 if joint2 is None else _joint(model, joint2, "joint2")
-        if j1 == j2:
-            raise ValueError(f"joint coupling of joint {model.joint_names[j1]!r} with itself")
+        if reference is None:
+            q0 = model.q_neutral[np.asarray(model.topology.q_start)[[j1, max(j2, 0)]]]
+            reference = q0 * jnp.asarray([1.0, float(j2 >= 0)], q0.dtype)
+        return cls._coupling(model, "joint", (j1, j2), model.joint_names, polycoef, reference, name)
+
+    @classmethod
+    def _coupling(cls, model: Model, kind: str, pair, names, polycoef, reference, name) -> LoopClosures:
+        """One ``"joint"`` or ``"tendon"`` coupling of ``pair = (i₁, i₂)`` (``i₂ = -1``: none)."""
+        dtype = model.mass.dtype
+        i1, i2 = pair
+        if i1 == i2:
+            raise ValueError(f"{kind} coupling of {kind} {names[i1]!r} with itself")
         c = jnp.asarray(polycoef, dtype)
         if c.ndim != 1 or not 1 <= c.shape[0] <= 5:
             raise ValueError(f"polycoef must hold 1 to 5 polynomial coefficients (c₀, …, c₄), got shape {c.shape}")
         c = jnp.pad(c, (0, 5 - c.shape[0]))
-        if reference is None:
-            qs = model.topology.q_start
-            ref = jnp.stack([model.q_neutral[int(qs[j1])],
-                             model.q_neutral[int(qs[j2])] if j2 >= 0 else jnp.zeros((), model.q_neutral.dtype)])
-        else:
-            ref = jnp.asarray(reference, dtype)
-            if ref.shape != (2,):
-                raise ValueError(f"reference must be the pair (q0₁, q0₂), got shape {ref.shape}")
-        names = model.joint_names[j1] + ("" if j2 < 0 else f", {model.joint_names[j2]}")
+        ref = jnp.asarray(reference, dtype)
+        if ref.shape != (2,):
+            raise ValueError(f"reference must be the pair of reference values, got shape {ref.shape}")
+        label = names[i1] + ("" if i2 < 0 else f", {names[i2]}")
         eye = jnp.eye(3, dtype=dtype)[None]
-        return cls(jnp.zeros((1, 3), dtype), jnp.zeros((1, 3), dtype), eye, jnp.zeros(1, dtype),
-                   c[None].astype(dtype), ref[None].astype(dtype), ("joint",), (WORLD,), (WORLD,), (j1,), (j2,),
-                   (f"joint({names})" if name is None else name,))
+        joints, tendons = (pair, (-1, -1)) if kind == "joint" else ((-1, -1), pair)
+        return cls(jnp.zeros((1, 3), dtype), jnp.zeros((1, 3), dtype), eye, jnp.zeros(1, dtype), c[None],
+                   ref[None], (kind,), (WORLD,), (WORLD,), joints[:1], joints[1:],
+                   (f"{kind}({label})" if name is None else name,), tendons[:1], tendons[1:])
+
+    @classmethod
+    def tendon_coupling(cls, model: Model, tendon1: str | int, tendon2: str | int | None = None,
+                        polycoef: Sequence[float] | jax.Array = (0.0, 1.0, 0.0, 0.0, 0.0), *,
+                        reference: Sequence[float] | jax.Array | None = None,
+                        name: str | None = None) -> LoopClosures:
+        """Couple two fixed tendons of ``model.tendons`` (1 row; MuJoCo's ``<equality><tendon>``):
+        ``L₁ − L0₁ = Σₖ cₖ (L₂ − L0₂)ᵏ`` (:meth:`joint_coupling` with tendon lengths for joint
+        coordinates; ``tendon2=None`` holds ``L₁`` at ``L0₁ + c₀``).  ``reference = (L0₁, L0₂)``
+        defaults to the lengths at ``model.q_neutral`` (MuJoCo's ``tendon_length0``).  The row
+        is ``𝔡 = L₁ − L0₁ − p(x)``, ``x = L₂ − L0₂``, with Jacobian ``J₁ − p′(x) J₂``."""
+        from sodyn.simulate.tendons import tendon_lengths
+
+        if model.tendons is None:
+            raise ValueError("a tendon coupling needs the model's tendons (Model.tendons is None)")
+        t1, t2 = (-1 if t is None else model.tendons.index(t) if isinstance(t, str) else int(t)
+                  for t in (tendon1, tendon2))
+        if not (0 <= t1 < len(model.tendons) and t2 < len(model.tendons)):
+            raise ValueError(f"tendon indices ({tendon1}, {tendon2}) out of range [0, {len(model.tendons)})")
+        if reference is None:
+            rest = tendon_lengths(model, model.q_neutral)
+            reference = jnp.stack([rest[t1], rest[t2] if t2 >= 0 else jnp.zeros_like(rest[0])])
+        return cls._coupling(model, "tendon", (t1, t2), model.tendons.names, polycoef, reference, name)
 
     @classmethod
     def from_equality(cls, model: Model, equality, *, joint: str = "convert", inactive: str = "skip") -> LoopClosures:
@@ -374,4 +418,4 @@ def _poses(model: Model, q, frames) -> list[tuple[jax.Array, jax.Array]]:
     return out
 
 
-__all__ = ["KINDS", "LoopClosures", "ROWS", "check_coupled_joint"]
+__all__ = ["COUPLINGS", "KINDS", "LoopClosures", "ROWS", "check_coupled_joint"]

@@ -44,6 +44,7 @@ if TYPE_CHECKING:  # the modules of these import this one
     from sodyn.constraints import LoopClosures
     from sodyn.sensors import Sensors
     from sodyn.simulate.fluid import Fluid
+    from sodyn.simulate.tendons import Tendons
 from sodyn.topology import Topology, compile_topology
 
 WORLD = -1
@@ -71,7 +72,10 @@ class Model(eqx.Module):
       (:class:`sodyn.simulate.fluid.Fluid`) and ``closures`` (:class:`sodyn.LoopClosures`: an
       MJCF file's active ``<equality>`` constraints): what :func:`~sodyn.simulate.step` and
       :func:`~sodyn.simulate.rollout` use by default (``None`` when the model has none; set
-      them with ``dataclasses.replace(model, fluid=…)``).
+      them with ``dataclasses.replace(model, fluid=…)``);
+    - ``tendons`` (:class:`sodyn.simulate.tendons.Tendons`, an MJCF file's fixed tendons: their
+      springs, dampers, limits and friction act in every step, and tendon actuators and sensors
+      read them; ``None`` when the model has none).
 
     A joint spring pulls with ``τ = −stiffness · (q ⊖ spring_reference)``; ``friction`` is
     the dry-friction (MuJoCo ``frictionloss``) force bound; ``q_neutral`` is what
@@ -111,6 +115,7 @@ class Model(eqx.Module):
     sensors: Sensors | None = None
     fluid: Fluid | None = None
     closures: LoopClosures | None = None
+    tendons: Tendons | None = None
 
     # -- sizes and names ----------------------------------------------------------
     @property
@@ -312,7 +317,7 @@ ACTUATOR_OPTIONS: dict[str, object] = {"gain_slope": (0.0, 0.0), "time_constant"
                                        "power_limit": np.inf, "dynamics": "none", "act_early": False}
 
 
-def _as_rotation(rotation, where: str) -> np.ndarray:
+def as_rotation(rotation, where: str) -> np.ndarray:
     r = np.asarray(rotation if rotation is not None else np.eye(3), dtype=np.float64)
     if r.shape == (4,):  # quaternion wxyz
         r = quat_to_matrix(r)
@@ -494,7 +499,7 @@ class ModelBuilder:
             raise ValueError(f"{where}: lower limit {lower} exceeds upper limit {upper}")
         body = _Body(
             name=name, parent=parent_idx, joint=joint, joint_name=joint_name or name,
-            rotation=_as_rotation(rotation, where),
+            rotation=as_rotation(rotation, where),
             translation=_vec(translation, 3, where, "translation"),
             mass=mass, com=_vec(com, 3, where, "com"), inertia=0.5 * (inertia + inertia.T),
             damping=_vec(damping, nv, where, "damping"), armature=_vec(armature, nv, where, "armature"),
@@ -520,7 +525,7 @@ class ModelBuilder:
         if name in self._names or any(f[0] == name for f in self._frames):
             raise ValueError(f"{where}: name already used")
         b = self._parent_index(body, where)
-        self._frames.append((name, b, _as_rotation(rotation, where), _vec(translation, 3, where, "translation")))
+        self._frames.append((name, b, as_rotation(rotation, where), _vec(translation, 3, where, "translation")))
 
     def add_geom(self, name: str, body, type: str, size=None, *, rotation=None, translation=(0.0, 0.0, 0.0),
                  friction=(1.0, 0.005, 0.0001), contype: int = 1, conaffinity: int = 1, condim: int = 3,
@@ -568,7 +573,7 @@ class ModelBuilder:
         static = check_geom(where, type, size, friction, contype=contype, conaffinity=conaffinity,
                             condim=condim, margin=margin, gap=gap, priority=priority)
         b = self._body_ref(body, where)
-        pose = _as_rotation(rotation, where), _vec(translation, 3, where, "translation")
+        pose = as_rotation(rotation, where), _vec(translation, 3, where, "translation")
         self._geoms.append(_Geom(name, type, b, *pose, size, friction, static, hull, hfield))
         self._geom_index[name] = len(self._geoms) - 1
         return len(self._geoms) - 1

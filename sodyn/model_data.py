@@ -52,7 +52,11 @@ class Actuators(eqx.Module):
       ``act_range (na, 2)``;
     - static: ``names``, ``kind`` (``"motor"``, ``"position"``, ``"velocity"``, ``"damper"``,
       ``"intvelocity"``, ``"dc_motor"``, ``"general"``…), ``dof`` (index into ``v``),
-      ``dynamics`` (one of :data:`DYNAMICS` per actuator), ``act_early``.
+      ``dynamics`` (one of :data:`DYNAMICS` per actuator), ``act_early``, ``tendon`` (``-1``: the
+      joint transmission above; ``t ≥ 0``: MuJoCo's tendon transmission on fixed tendon ``t`` of
+      ``model.tendons``, ``l = gear · L_t``, ``l̇ = gear · J_t v``, ``τ += gear · f · J_tᵀ``
+      (:mod:`sodyn.simulate.tendons`); its ``dof`` is then a one-dof joint the tendon moves,
+      used only by estimates such as :func:`sodyn.simulate.stable_step`).
     """
 
     gear: jax.Array
@@ -71,10 +75,11 @@ class Actuators(eqx.Module):
     dof: tuple[int, ...] = eqx.field(static=True)
     dynamics: tuple[str, ...] = eqx.field(static=True)
     act_early: tuple[bool, ...] = eqx.field(static=True)
+    tendon: tuple[int, ...] = eqx.field(static=True)
 
     def __init__(self, gear, gain, bias, ctrl_range, force_range, names, kind, dof, *, gain_slope=None,
                  time_constant=None, act_range=None, stall_force=None, back_emf=None, power_limit=None,
-                 dynamics=None, act_early=None):
+                 dynamics=None, act_early=None, tendon=None):
         n = len(names)
         dtype = jnp.asarray(gear).dtype
 
@@ -93,13 +98,14 @@ class Actuators(eqx.Module):
         self.names, self.kind, self.dof = tuple(names), tuple(kind), tuple(dof)
         self.dynamics = ("none",) * n if dynamics is None else tuple(dynamics)
         self.act_early = (False,) * n if act_early is None else tuple(bool(x) for x in act_early)
+        self.tendon = (-1,) * n if tendon is None else tuple(int(x) for x in tendon)
 
     def __check_init__(self):
         bad = [d for d in self.dynamics if d not in DYNAMICS]
         if bad:
             raise ValueError(f"Actuators: dynamics must be one of {DYNAMICS}, got {bad[0]!r}")
-        if not len(self.dynamics) == len(self.act_early) == len(self.names):
-            raise ValueError("Actuators: dynamics and act_early need one entry per actuator")
+        if not len(self.dynamics) == len(self.act_early) == len(self.tendon) == len(self.names):
+            raise ValueError("Actuators: dynamics, act_early and tendon need one entry per actuator")
 
     def __len__(self) -> int:
         return len(self.names)

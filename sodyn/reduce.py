@@ -44,13 +44,14 @@ def lock_joints(model: Model, joints: Sequence[str | int], q=None) -> Model:
     Everything else is kept: joint order, placements, inertias (merged), damping, armature,
     limits, springs, frames (a locked joint's name stays a frame at its child body),
     collision geoms, keyframes (without the locked coordinates) and the actuators of joints
-    that stay movable.
+    that stay movable (not those of tendons).
 
-    The model's sensors, fluid and loop closures are not carried over (a warning names them).
+    The model's sensors, fluid, loop closures and tendons are not carried over (a warning names
+    them).
     Raises ``ValueError`` for an unknown joint, for ``q`` of the wrong size, or when every
     joint would be locked.
     """
-    dropped = [name for name in ("sensors", "fluid", "closures") if getattr(model, name) is not None]
+    dropped = [name for name in ("sensors", "fluid", "closures", "tendons") if getattr(model, name) is not None]
     if dropped:
         from sodyn.io.diagnostics import IgnoredElementWarning
 
@@ -110,7 +111,7 @@ def lock_joints(model: Model, joints: Sequence[str | int], q=None) -> Model:
     dof_joint = {int(model.topology.v_start[k]): k for k in range(model.n_bodies)}
     for i, name in enumerate(a.names):
         k = dof_joint[a.dof[i]]
-        if k in locked:
+        if k in locked or a.tendon[i] >= 0:  # a tendon's actuators go with the tendons (warned above)
             continue
         b.add_actuator(name, model.joint_names[k], kind=a.kind[i], gear=float(a.gear[i]), gain=float(a.gain[i]),
                        bias=np.asarray(a.bias[i]), ctrl_range=np.asarray(a.ctrl_range[i]),

@@ -27,6 +27,10 @@ subtracts the external wrenches ``f_ext`` (MuJoCo's ``cfrc_ext``).  With
 * ``subtreecom``, ``subtreelinvel``: centre of mass of a body's subtree and its velocity (world);
   ``subtreeangmom = Σ_k R_k J_k ω_k + m_k (c_k − c) × (ċ_k − ċ)``, angular momentum about the
   subtree's centre of mass ``c`` (the whole model for the world body);
+* ``tendonpos``, ``tendonvel``: a fixed tendon's ``L``, ``L̇`` (``model.tendons``,
+  :mod:`sodyn.simulate.tendons`); ``tendonactuatorfrc``: the sum of ``actuator_force`` over the
+  actuators on the tendon (an actuator's ``actuatorpos``/``actuatorvel`` on a tendon are
+  ``gear · L``, ``gear · L̇``);
 * ``contact_force`` (sodyn's own): ``contact_wrench[body]``, the net contact wrench ``[n; f]``
   on a body given by the caller (body axes, about its origin); ``clock``: ``t``.
 
@@ -56,7 +60,7 @@ from sodyn.joints import KERNEL_OF
 from sodyn.model import Model, hinge_coefficients
 from sodyn.topology import dofs_to_levels, from_levels, to_levels
 
-#: kind → (dimension, target: "frame" | "joint" | "actuator" | "body" | "none")
+#: kind → (dimension, target: "frame" | "joint" | "actuator" | "body" | "tendon" | "none")
 KINDS: dict[str, tuple[int, str]] = {
     "accelerometer": (3, "frame"), "velocimeter": (3, "frame"), "gyro": (3, "frame"), "force": (3, "frame"),
     "torque": (3, "frame"), "magnetometer": (3, "frame"), "framepos": (3, "frame"), "framequat": (4, "frame"),
@@ -66,12 +70,13 @@ KINDS: dict[str, tuple[int, str]] = {
     "ballangvel": (3, "joint"), "jointactuatorfrc": (1, "joint"), "actuatorpos": (1, "actuator"),
     "actuatorvel": (1, "actuator"), "actuatorfrc": (1, "actuator"), "subtreecom": (3, "body"),
     "subtreelinvel": (3, "body"), "subtreeangmom": (3, "body"), "contact_force": (6, "body"), "clock": (1, "none"),
+    "tendonpos": (1, "tendon"), "tendonvel": (1, "tendon"), "tendonactuatorfrc": (1, "tendon"),
 }
 #: kinds that accept a reference frame (MuJoCo's ``reftype``/``refname``)
 REFERENCED = ("framepos", "framequat", "framexaxis", "frameyaxis", "framezaxis", "framelinvel", "frameangvel")
 _NOT_REAL = ("framequat", "ballquat", "framexaxis", "frameyaxis", "framezaxis")  # no cutoff (MuJoCo's datatypes)
 _VEL = ("velocimeter", "gyro", "framelinvel", "frameangvel", "jointvel", "ballangvel", "actuatorvel",
-        "subtreelinvel", "subtreeangmom")
+        "subtreelinvel", "subtreeangmom", "tendonvel")
 _ACC = ("accelerometer", "force", "torque", "framelinacc", "frameangacc")
 
 
@@ -218,6 +223,12 @@ def _resolve(model: Model | None, s: SensorSpec, name: str) -> tuple[SensorSpec,
             index = names.index(s.target) if isinstance(s.target, str) else int(s.target)
             if not 0 <= index < len(model.actuators):
                 raise ValueError(f"actuator index {s.target} out of range [0, {len(model.actuators)})")
+        elif target == "tendon":
+            if model.tendons is None:
+                raise ValueError("the model has no tendons")
+            index = model.tendons.index(s.target) if isinstance(s.target, str) else int(s.target)
+            if not 0 <= index < len(model.tendons):
+                raise ValueError(f"tendon index {s.target} out of range [0, {len(model.tendons)})")
         elif target == "body":
             world = s.target in (None, "world") and s.kind != "contact_force"
             frame = s.target in model.frame_names and s.target not in model.body_names
@@ -338,7 +349,7 @@ def sensor_readings(model: Model, sensors: Sensors, q, v=None, a=None, *, actuat
     sn = jax.tree_util.tree_map(lambda x: x.astype(dtype), sensors)
 
     for arg, value, which in (("v", v, _VEL + _ACC), ("a", a, _ACC),
-                              ("actuator_force", actuator_force, ("actuatorfrc",)),
+                              ("actuator_force", actuator_force, ("actuatorfrc", "tendonactuatorfrc")),
                               ("joint_actuator_force", joint_actuator_force, ("jointactuatorfrc",)),
                               ("contact_wrench", contact_wrench, ("contact_force",)), ("t", t, ("clock",))):
         if value is None and kinds & set(which):
@@ -355,7 +366,7 @@ def sensor_readings(model: Model, sensors: Sensors, q, v=None, a=None, *, actuat
         wr, wp = world_poses_levels(levels, topo)
         body_r = jnp.concatenate([from_levels(topo, wr), jnp.eye(3, dtype=dtype)[None]])  # index n: the world
         body_p = jnp.concatenate([from_levels(topo, wp), jnp.zeros((1, 3), dtype)])
-    if v is not None and kinds & set(_VEL + _ACC) - {"jointvel", "ballangvel", "actuatorvel"}:
+    if v is not None and kinds & set(_VEL + _ACC) - {"jointvel", "ballangvel", "actuatorvel", "tendonvel"}:
         a = None if a is None else check_vector(model, a, model.nv, "a", dtype)
         g = gravity_acceleration(m, dtype)
         vl, al, _ = velocities_and_accelerations_levels(
@@ -433,6 +444,13 @@ def sensor_readings(model: Model, sensors: Sensors, q, v=None, a=None, *, actuat
         if kind in ("jointpos", "jointvel", "ballquat", "ballangvel", "jointactuatorfrc"):
             src = {"jointpos": q, "ballquat": q, "jointactuatorfrc": joint_actuator_force}.get(kind, v)
             rows[i] = jnp.asarray(src, dtype)[k: k + KINDS[kind][0]]
+        elif KINDS[kind][1] == "tendon" or (kind in ("actuatorpos", "actuatorvel") and model.actuators.tendon[k] >= 0):
+            from sodyn.simulate.tendons import tendon_sensor_values  # sodyn.simulate imports this module
+
+            force = None if actuator_force is None else jnp.asarray(actuator_force, dtype).reshape(-1)
+            on = model.actuators.tendon[k] if kind.startswith("actuator") else k
+            value = tendon_sensor_values(m, kind.replace("actuator", "tendon"), [on], q, v, force)
+            rows[i] = m.actuators.gear[k] * value if kind.startswith("actuator") else value
         elif kind in ("actuatorpos", "actuatorvel"):
             dof = model.actuators.dof[k]
             rows[i] = (m.actuators.gear[k] * (q[topo.q_start[topo.dof_body[dof]]] if kind == "actuatorpos"

@@ -38,7 +38,7 @@ import numpy as np
 
 from sodyn.contraction import contract
 from sodyn.spatial import unstack
-from sodyn.topology import Topology, _concat, split_slots
+from sodyn.topology import Topology, concat_parts, split_slots
 from sodyn.unit_columns import unit_columns as unit_column_layout
 
 PyTree = Any
@@ -67,7 +67,7 @@ class Level(NamedTuple):
 def in_slots(per_kernel: tuple) -> PyTree:
     """A sweep's per-kernel outputs ``(1, W_k, ...)`` joined into the compact layout ``(1, W, ...)``
     (the layout is kernel-major, so this is one concatenation)."""
-    return jax.tree_util.tree_map(lambda *ys: _concat(list(ys), axis=1), *per_kernel)
+    return jax.tree_util.tree_map(lambda *ys: concat_parts(list(ys), axis=1), *per_kernel)
 
 
 # ---------------------------------------------------------------------------
@@ -178,7 +178,7 @@ def _segment_inputs(topo: Topology, xs: PyTree, kernel_xs: tuple) -> list[tuple[
 def _to_compact(topo: Topology, ys: list[jax.Array], k: int) -> jax.Array:
     """Kernel ``k``'s per-segment outputs ``(L_s, w_sk, ...)`` → its compact layout ``(1, W_k, ...)``."""
     flat = [y.reshape((-1,) + y.shape[2:]) for y in ys]
-    return _concat(flat, axis=0)[None]
+    return concat_parts(flat, axis=0)[None]
 
 
 def _assemble(topo: Topology, outs: list[tuple]) -> tuple:

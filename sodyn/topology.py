@@ -352,7 +352,7 @@ def _take(x: jax.Array, index: np.ndarray, pad_value=None, max_runs: int = 1) ->
         disjoint = all(r.stop <= nxt.start for r, nxt in zip(ordered, ordered[1:]))
         if len(runs) <= max_runs and disjoint:
             pieces = split_slots(x, runs)
-            return _concat(pieces, axis=0).reshape(index.shape + x.shape[1:])
+            return concat_parts(pieces, axis=0).reshape(index.shape + x.shape[1:])
     return x[index]
 
 
@@ -505,5 +505,5 @@ def split_slots(x: jax.Array, slices, axis: int = 0) -> list[jax.Array]:
     return [pieces[a] if b > a else empty for a, b in bounds]
 
 
-def _concat(parts: list[jax.Array], axis: int) -> jax.Array:
+def concat_parts(parts: list[jax.Array], axis: int) -> jax.Array:
     return parts[0] if len(parts) == 1 else jnp.concatenate(parts, axis=axis)

@@ -103,60 +103,47 @@ def test_only_options_this_xla_knows_are_passed():
     jax.jit(lambda x: x + 1, compiler_options=kept).lower(np.ones(2)).compile()
 
 
-_EMITTERS_SCRIPT = r"""
-import sys
-if sys.argv[1] == "computed_first":
-    import jax.numpy as jnp
-    jnp.zeros(1).block_until_ready()
-import sodyn
+_IMPORT_SCRIPT = r"""
+import json, os, re, sys
 import jax, jax.numpy as jnp
 from jax._src import compiler
-from sodyn.runtime.xla import classic_emitters_in_place
-x = jnp.ones(3)
-plain = jax.jit(lambda x: jnp.sin(x).sum()).lower(x).compile()
-print(plain(x))  # the program runs (XLA rejects an option it does not know)
-print(b"xla_cpu_use_fusion_emitters" in plain.runtime_executable().serialize())
-given = {"xla_cpu_use_fusion_emitters": True}
-if classic_emitters_in_place():  # the fallback's wrapper
-    options = compiler.get_compile_options(1, 1, env_options_overrides=given, backend=jax.devices("cpu")[0].client)
-    print(dict(options.env_option_overrides) == given)
-else:
-    print("no fallback")
+
+def snapshot():
+    x = jnp.ones(3)
+    program = jax.jit(lambda x: jnp.sin(x).sum()).lower(x).compile()
+    return {
+        "environment": dict(os.environ),
+        "config": {k: repr(v) for k, v in jax.config.values.items()},
+        "compile_options": repr(compiler.get_compile_options),
+        "jit": repr(jax.jit), "vmap": repr(jax.vmap), "grad": repr(jax.grad),
+        "program": re.sub(r"metadata=\{[^}]*\}", "", program.as_text().split("FileNames")[0]),
+        "value": float(program(x)),
+    }
+
+before = snapshot()
+import sodyn
+sodyn.forward_dynamics(sodyn.models.pendulum_chain(2), jnp.zeros(2), jnp.zeros(2), jnp.zeros(2))
+after = snapshot()
+print(json.dumps({k: before[k] == after[k] for k in before}))
 """
 
 
 @pytest.mark.fast
-def test_import_gives_later_cpu_programs_the_classic_emitters():
-    """On jaxlib before 0.11, a plain ``jax.jit`` program compiled after ``import sodyn`` carries
-    the compile option ``xla_cpu_use_fusion_emitters=False``, whether or not JAX ran a computation
-    first, unless ``SODYN_KEEP_XLA_DEFAULTS`` is set or ``XLA_FLAGS`` sets the option; an option
-    the caller passes wins.  On newer jaxlib nothing is added.  Each child process runs its
-    program."""
+def test_import_sodyn_changes_no_global_state_of_jax_or_xla():
+    """In a fresh process, ``import sodyn`` and a call into it leave the environment
+    (``XLA_FLAGS`` included), every ``jax.config`` value, JAX's compile-options function,
+    ``jax.jit``/``jax.vmap``/``jax.grad`` and the program a plain ``jax.jit`` compiles as they
+    were before it."""
+    import json
     import subprocess
     import sys
 
-    from sodyn.runtime.xla import KEEP_XLA_DEFAULTS, _version
-
-    base = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", KEEP_XLA_DEFAULTS)}
-    base["JAX_PLATFORMS"] = "cpu"
-    old = _version(jax.lib.__version__) < (0, 11)
-    cases = {  # case: (extra environment, argument, whether the program carries the option)
-        "fresh": ({}, "import_first", old),
-        "computed_first": ({}, "computed_first", old),
-        "kept": ({KEEP_XLA_DEFAULTS: "1"}, "computed_first", False),
-    }
-    if old:
-        cases["given"] = ({"XLA_FLAGS": "--xla_cpu_use_fusion_emitters=true"}, "computed_first", False)
-    children = {name: subprocess.Popen([sys.executable, "-c", _EMITTERS_SCRIPT, arg], env={**base, **extra},
-                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-                for name, (extra, arg, _) in cases.items()}
-    for name, child in children.items():
-        out, err = child.communicate(timeout=300)
-        assert child.returncode == 0, (name, err[-2000:])
-        value, carried, caller_wins = out.strip().splitlines()[-3:]
-        assert float(value) == pytest.approx(3 * np.sin(1.0)), (name, out)
-        assert carried == str(cases[name][2]), (name, out)
-        assert caller_wins == ("True" if cases[name][2] else "no fallback"), (name, out)
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"} | {"JAX_PLATFORMS": "cpu"}
+    child = subprocess.run([sys.executable, "-c", _IMPORT_SCRIPT], env=env, capture_output=True, text=True,
+                           timeout=300)
+    assert child.returncode == 0, child.stderr[-2000:]
+    unchanged = json.loads(child.stdout.strip().splitlines()[-1])
+    assert unchanged and all(unchanged.values()), unchanged
 
 
 @pytest.mark.fast
@@ -375,63 +362,25 @@ def test_automatic_chunk_size_follows_memory_per_sample():
 
 
 @pytest.mark.fast
-def test_a_large_plain_vmap_of_the_dynamics_runs_in_chunks(monkeypatch):
-    """Under a plain ``jax.vmap``, forward and inverse dynamics, ``M`` and ``M⁻¹`` run chunk by
-    chunk once the batch holds ``VMAP_CHUNKS_FROM`` automatic chunks
-    (:func:`~sodyn.runtime.batching.chunked_when_vmapped`; here 32-sample chunks, the last one
-    padded), with the values and gradients of one sample at a time, batched model parameters
-    included; smaller batches are not chunked.  Other backends (a GPU) run one plain vmap."""
-    from sodyn.runtime import batching
-    from sodyn.runtime.tuning import MIN_CHUNK, VMAP_CHUNKS_FROM
-
-    sizes = []
-    chunked_vmap = batching._chunked_vmap
-    monkeypatch.setattr(batching, "_chunk_for_bytes", lambda per_sample: MIN_CHUNK)
-    monkeypatch.setattr(batching, "_chunked_vmap", lambda f, axes, c: sizes.append(c) or chunked_vmap(f, axes, c))
+def test_a_plain_vmap_of_the_public_functions_is_a_plain_vmap():
+    """Forward and inverse dynamics, ``M``, ``M⁻¹`` and a simulation step compute what
+    ``jax.vmap`` asks and nothing else: the program of a batch of 4096 is that of a batch of 8
+    with the batch size changed (no chunks, no scan over them); chunking is :func:`sodyn.batch`'s."""
     model = pendulum_chain(3)
-    n = VMAP_CHUNKS_FROM * MIN_CHUNK + 9
-    q, v, tau = (jax.random.normal(jax.random.PRNGKey(i), (n, 3)) for i in range(3))
-    mass = model.mass * (1.0 + 0.1 * jax.random.uniform(jax.random.PRNGKey(3), (n, model.n_bodies)))
+    start = sd.State.initial(model, jnp.zeros(3))
     ops = {
-        "fd": lambda m, q, v, tau: sd.forward_dynamics(m, q, v, tau),
-        "id": lambda m, q, v, tau: sd.inverse_dynamics(m, q, v, tau),
-        "M": lambda m, q, v, tau: sd.mass_matrix(m, q) @ tau,
-        "Minv": lambda m, q, v, tau: sd.inverse_mass_matrix(m, q) @ tau,
+        "fd": lambda q: sd.forward_dynamics(model, q, q, q),
+        "id": lambda q: sd.inverse_dynamics(model, q, q, q),
+        "M": lambda q: sd.mass_matrix(model, q),
+        "Minv": lambda q: sd.inverse_mass_matrix(model, q),
+        "step": lambda q: sd.simulate.step(model, eqx.tree_at(lambda s: s.q, start, q), q, 0.01).q,
     }
-    with_mass = {name: (lambda mass, q, v, tau, op=op: op(eqx.tree_at(lambda m: m.mass, model, mass), q, v, tau))
-                 for name, op in ops.items()}
+    from sodyn.runtime.batching import sub_jaxprs
 
-    def loss(f):
-        return lambda q: jnp.sum(jnp.sin(jax.vmap(f)(mass, q, v, tau)))
+    def program(jaxpr) -> list:  # the primitives in order, nested programs included
+        return [(e.primitive.name, [program(j) for j in sub_jaxprs(e)]) for e in jaxpr.eqns]
 
-    # every op's batch and gradient in one program; the chunks are chosen while it is traced
-    chunks = {}
-
-    def batch_and_gradient(q):
-        out = {}
-        for name, f in with_mass.items():
-            before = len(sizes)
-            out[name] = (jax.vmap(f)(mass, q, v, tau), jax.grad(loss(f))(q))
-            chunks[name] = sizes[before:]
-        return out
-
-    got = jax.jit(batch_and_gradient)(q)
-    small = q[: VMAP_CHUNKS_FROM * MIN_CHUNK - 1]
-    for name in ops:
-        if jax.default_backend() == "cpu":
-            assert chunks[name] and set(chunks[name]) == {MIN_CHUNK}, name
-        else:
-            assert not chunks[name], name
-        calls = len(sizes)
-        jax.make_jaxpr(jax.vmap(ops[name], in_axes=(None, 0, 0, 0)))(model, small, small, small)
-        assert len(sizes) == calls, name  # below VMAP_CHUNKS_FROM chunks: one plain vmap
-
-    # against one sample at a time
-    one = jax.jit(lambda m, x, v, t: {
-        name: (f(m, x, v, t), jax.grad(lambda x, f=f: jnp.sum(jnp.sin(f(m, x, v, t))))(x))
-        for name, f in with_mass.items()})
-    for i in range(0, n, 17):
-        expected = one(mass[i], q[i], v[i], tau[i])
-        for name, (value, gradient) in expected.items():
-            np.testing.assert_allclose(got[name][0][i], value, rtol=1e-11, atol=1e-12, err_msg=name)
-            np.testing.assert_allclose(got[name][1][i], gradient, rtol=1e-10, atol=1e-12, err_msg=name)
+    for name, op in ops.items():
+        small, large = (program(jax.make_jaxpr(jax.vmap(op))(jnp.zeros((n, 3))).jaxpr) for n in (8, 4096))
+        assert "custom_vmap_call" not in str(large), name
+        assert large == small, name

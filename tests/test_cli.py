@@ -137,6 +137,29 @@ def test_simulate_with_contact_collides_the_models_geoms(tmp_path, capsys):
     assert np.all(q[:, 9] > q[:, 2] + 0.14)    # the small box rests on the big one, not inside it
 
 
+def test_simulate_writes_the_models_sensor_readings_per_step(tmp_path):
+    """A model with sensors: ``--out`` holds the statistics of their readings over the samples at
+    every step, in MuJoCo's ``sensordata`` layout, with names, kinds, offsets and sizes; a
+    joint-position sensor reads each step's start state (the first row: the initial angles)."""
+    xml = tmp_path / "pendulum.xml"
+    xml.write_text('<mujoco><worldbody><body name="link" pos="0 0 1"><joint name="hinge" axis="0 1 0"/>'
+                   '<geom type="capsule" fromto="0 0 0 0 0 -0.5" size="0.05"/><site name="tip" pos="0 0 -0.5"/>'
+                   '</body></worldbody><sensor><accelerometer name="imu" site="tip"/>'
+                   '<jointpos name="angle" joint="hinge"/></sensor></mujoco>')
+    out = tmp_path / "run.npz"
+    assert main(["simulate", str(xml), "--batch", "3", "--steps", "7", "--out", str(out)]) == 0
+    data = np.load(out)
+    assert list(data["sensor_names"]) == ["imu", "angle"] and list(data["sensor_kinds"]) == ["accelerometer",
+                                                                                             "jointpos"]
+    assert list(data["sensor_adr"]) == [0, 3] and list(data["sensor_dim"]) == [3, 1]
+    for field in ("mean", "std", "min", "max"):
+        assert data[f"sensors_{field}"].shape == (7, 4) and np.all(np.isfinite(data[f"sensors_{field}"]))
+    angle = data["initial_q"][:, 0]
+    np.testing.assert_allclose(data["sensors_mean"][0, 3], np.mean(angle), rtol=1e-6)
+    np.testing.assert_allclose([data["sensors_min"][0, 3], data["sensors_max"][0, 3]], [angle.min(), angle.max()],
+                               rtol=1e-6)
+
+
 def test_contact_rule_geoms_then_feet_then_leaf_bodies(hopper):
     b = sd.ModelBuilder(name="ball")
     b.add_body("ball", None, sd.JointSpec.free(), mass=1.0, inertia=np.eye(3) * 0.004)

@@ -15,7 +15,7 @@ import pytest
 from jax import lax
 
 import sodyn as sd
-from sodyn.runtime.batching import _sub_jaxprs
+from sodyn.runtime.batching import sub_jaxprs
 from sodyn.simulate import GroundContact, RigidContact, State, position_servos
 from sodyn.simulate.rigid_contact import contact_jacobian, delassus_matrix
 
@@ -71,7 +71,7 @@ def _dot_precisions(jaxpr, found: list) -> None:
             frames = [f for f in eqn.source_info.traceback.frames if "/sodyn/" in f.file_name]
             where = ", ".join(f"{f.file_name.rsplit('/sodyn/', 1)[-1]}:{f.line_num}" for f in frames[:3])
             found.append((eqn.params["precision"], where or "outside sodyn"))
-        for inner in _sub_jaxprs(eqn):
+        for inner in sub_jaxprs(eqn):
             _dot_precisions(inner, found)
 
 

@@ -220,7 +220,7 @@ def test_gif_and_mp4_written_atomically(tmp_path, monkeypatch):
         if len(calls) == 5:
             raise OSError("disk full")
 
-    monkeypatch.setattr("sodyn.viewer.animation._frame", failing)
+    monkeypatch.setattr("sodyn.viewer.animation.draw_frame", failing)
     with pytest.raises(OSError, match="disk full"):
         viewer.save_animation(scene, qs, gif, dt=0.02)
     assert open(gif, "rb").read() == before and sorted(os.listdir(tmp_path)) == listing

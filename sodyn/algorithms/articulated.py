@@ -55,7 +55,7 @@ from sodyn.algorithms.common import (
     passive_joint_force,
     prepare,
 )
-from sodyn.algorithms.inverse_dynamics import _inverse_dynamics
+from sodyn.algorithms.inverse_dynamics import unchecked_inverse_dynamics
 from sodyn.algorithms.kinematics import (
     centred_world_poses_levels,
     velocities_levels,
@@ -64,7 +64,6 @@ from sodyn.algorithms.kinematics import (
 )
 from sodyn.contraction import contract
 from sodyn.model import Model
-from sodyn.runtime.batching import chunked_when_vmapped
 from sodyn.runtime.tuning import FORWARD_UNROLL
 from sodyn.sweeps import gather, in_slots, scatter
 from sodyn.topology import Topology, dofs_from_levels, dofs_to_levels, from_levels, to_levels
@@ -314,9 +313,7 @@ def forward_dynamics(model: Model, q, v, tau, f_ext=None, *, convention: Convent
     :func:`~sodyn.algorithms.common.passive_joint_force`) and armature (added to ``D``) are
     included, consistently with :func:`sodyn.inverse_dynamics`.  The Riccati and innovations recursions run fused in one
     gather (Alg. 7.1 and 7.2 share their tip-to-base sweep), then one scatter.  ``convention``
-    picks the frames (module docstring): ``"local"`` (default) or ``"world"``.  A large
-    ``jax.vmap`` of it on the CPU runs in cache-sized chunks
-    (:func:`~sodyn.runtime.batching.chunked_when_vmapped`).
+    picks the frames (module docstring): ``"local"`` (default) or ``"world"``.
 
     ``added_inertia`` ``B`` ``(n_bodies, 6, 6)`` (symmetric positive semi-definite, body
     frames, ``"local"`` only) is added to each body's inertia in the Riccati recursion, so the
@@ -356,9 +353,8 @@ def _accelerations(model: Model, q, v, tau, f_ext, added, convention: str) -> ja
     return _articulated_forward(model, q, v, tau, f_ext, convention, added)[0]
 
 
-#: Per convention, ``θ̈`` of the fused ABA; a large ``jax.vmap`` of it on the CPU runs in
-#: cache-sized chunks (:func:`~sodyn.runtime.batching.chunked_when_vmapped`).
-_ACCELERATIONS = {c: chunked_when_vmapped(functools.partial(_accelerations, convention=c)) for c in CONVENTIONS}
+#: Per convention, ``θ̈`` of the fused ABA.
+_ACCELERATIONS = {c: functools.partial(_accelerations, convention=c) for c in CONVENTIONS}
 
 
 @_forward_dynamics.defjvp
@@ -369,7 +365,7 @@ def _forward_dynamics_jvp(convention, primals, tangents):
     qdd, ab = checkpoint_name((qdd, ab), FACTORS)
 
     def id_at_fixed_acceleration(m, q, v, f, b):  # B_k acts on the body accelerations (world at −g)
-        return _inverse_dynamics(m, q, v, qdd, f, b)
+        return unchecked_inverse_dynamics(m, q, v, qdd, f, b)
 
     _, d_id = jax.jvp(id_at_fixed_acceleration, (model, q, v, f_ext, added), (d_model, dq, dv, df, d_added))
     return qdd, inverse_times(model, frames, ab, dtau - d_id)
@@ -529,8 +525,7 @@ def inverse_mass_matrix(model: Model, q, *, convention: Convention = "local") ->
     With ``N = D⁻¹ [I − HψK]`` (the innovations ``ν`` of the unit vectors, Lemma 7.5),
     ``𝓜⁻¹ = N* D N = Σ_c ν_c(e_a) · D ν_c(e_b)``.  The unit vectors are swept together, each
     segment of levels carrying only the columns its subtrees can see, and the sum over ``c``
-    is formed per subtree (:mod:`sodyn.unit_columns`).  A large ``jax.vmap`` of it on the CPU
-    runs in cache-sized chunks (:func:`~sodyn.runtime.batching.chunked_when_vmapped`).
+    is formed per subtree (:mod:`sodyn.unit_columns`).
     """
     _check_convention(convention)
     return _INVERSE_MASS_MATRIX[convention](model, check_vector(model, q, model.nq, "q"))
@@ -557,8 +552,7 @@ def _inverse_mass_matrix(model: Model, q, convention: str) -> jax.Array:
     return 0.5 * (minv + minv.T)
 
 
-_INVERSE_MASS_MATRIX = {c: chunked_when_vmapped(functools.partial(_inverse_mass_matrix, convention=c))
-                        for c in CONVENTIONS}
+_INVERSE_MASS_MATRIX = {c: functools.partial(_inverse_mass_matrix, convention=c) for c in CONVENTIONS}
 
 
 def log_det_mass_matrix(model: Model, q) -> jax.Array:

@@ -253,15 +253,19 @@ def passive_joint_force(model: Model, v: jax.Array) -> jax.Array:
     ``C`` those of the bodies alone.
 
     ``damping ⊙ v`` on every dof.  A free joint's linear armature ``A = diag(a)`` (on the
-    body-frame ``v`` of ``[ω; v]``) is a translational added inertia that moves with the body:
-    kinetic energy ``½ vᵀ A v`` and, by the Euler–Poincaré equations of a rigid body, the force
+    body-frame ``v`` of ``[ω; v]``, the joint's relative velocity) is an added inertia on the
+    joint's own motion, as every armature is: kinetic energy ``½ vᵀ A v`` of the relative
+    velocity and, by the Euler–Poincaré equations of a rigid body, the force
 
         [n; f] = [v × (A v); A v̇ + ω × (A v)],
 
     whose ``A v̇`` is the diagonal armature in ``𝓜`` and whose velocity part, added here, does
     no work (``ω · (v × A v) + v · (ω × A v) = 0``).  For equal values ``A = a I`` the angular
     row vanishes and ``f = a (v̇ + ω × v) = a Rᵀ p̈``: the armature on the world-frame linear
-    velocity ``ṗ = R v`` (MuJoCo's ``dof_armature`` of a free joint).  A free joint's angular
+    velocity ``ṗ = R v`` (MuJoCo's ``dof_armature`` of a free joint).  For a free joint to the
+    world (the only kind MuJoCo has) this is a weightless translational inertia carried by the
+    body; under a moving parent it is not (it adds to ``𝓜`` on the joint's own dofs only, with
+    no coupling to the parent's).  A free joint's angular
     armature and every other joint's armature enter ``𝓜`` only.  The free joints' slices of
     ``v`` are read with a static gather.
     """

@@ -16,8 +16,11 @@ one-dof joints ``i₁``, ``i₂`` (``q̇ = v`` for both), with ``x = q[i₂] −
 
     𝔡 = q[i₁] − q0₁ − p(x),     G_c = e_{i₁}ᵀ − p′(x) e_{i₂}ᵀ,     Ġ_c θ̇ = −p″(x) v[i₂]²,
 
-and without a second joint ``𝔡 = q[i₁] − q0₁ − c₀``, ``G_c = e_{i₁}ᵀ``, ``Ġ_c θ̇ = 0``.  Their
-columns of ``G_c*`` are joint-space forces already (no kinematics needed).
+and without a second joint ``𝔡 = q[i₁] − q0₁ − c₀``, ``G_c = e_{i₁}ᵀ``, ``Ġ_c θ̇ = 0``.
+**Tendon couplings** (``"tendon"``, MuJoCo's ``<equality><tendon>``) are the same rows with the
+fixed tendons' lengths ``L = J q`` for ``q[i]`` and their moment rows ``J`` for ``e_i``
+(``J`` constant, so ``Ġ_c θ̇ = −p″(x) (J₂ v)²``).  Their columns of ``G_c*`` are joint-space
+forces already (no kinematics needed).
 
 Rows come in the order of the closures; every index is static.
 """
@@ -33,7 +36,7 @@ import numpy as np
 from sodyn import spatial
 from sodyn.algorithms.common import gravity_acceleration, model_params, prepare
 from sodyn.algorithms.kinematics import WorldKinematics, first_body_origin, slot_ancestors, world_motions_levels
-from sodyn.constraints import ROWS, LoopClosures
+from sodyn.constraints import COUPLINGS, ROWS, LoopClosures
 from sodyn.contraction import contract
 from sodyn.model import WORLD, Model
 from sodyn.runtime.precision import full_precision
@@ -102,8 +105,8 @@ def row_terms(model: Model, closures: LoopClosures, q, v, mo: Motions | None = N
     """The :class:`RowTerms` of ``closures`` at ``(q, v)`` (module docstring).  ``mo``: the
     :class:`Motions` at ``(q, v)`` if the caller has them (computed here only when a closure
     between frames needs them)."""
-    frames = [i for i, k in enumerate(closures.kind) if k != "joint"]
-    joints = [i for i, k in enumerate(closures.kind) if k == "joint"]
+    frames = [i for i, k in enumerate(closures.kind) if k not in COUPLINGS]
+    joints = [i for i, k in enumerate(closures.kind) if k in COUPLINGS]
     parts = []
     if frames:
         mo = motions(model, q, v) if mo is None else mo
@@ -137,29 +140,50 @@ def _reorder(x: jax.Array, order, axis: int = 0) -> jax.Array:
 
 
 def _joint_rows(model: Model, closures: LoopClosures, q, v, index: list[int]) -> RowTerms:
-    """The rows of the joint couplings ``index`` (static; module docstring), ``p``, ``p′``,
-    ``p″`` by Horner's scheme."""
+    """The rows of the joint and tendon couplings ``index`` (static; module docstring), ``p``,
+    ``p′``, ``p″`` by Horner's scheme."""
     topo = model.topology
     dtype = q.dtype
-    j1 = np.array([closures.joint1[i] for i in index], np.int64)
-    j2 = np.array([closures.joint2[i] for i in index], np.int64)
-    second = j2 >= 0
-    q1, v1 = topo.q_start[j1], topo.v_start[j1]
-    q2, v2 = topo.q_start[np.maximum(j2, 0)], topo.v_start[np.maximum(j2, 0)]
+    (x1, w1, g1), (x2, w2, g2, second) = _coupled(model, closures, q, v, index, 1), _coupled(model, closures, q, v,
+                                                                                             index, 2)
     has2 = jnp.asarray(second, dtype)
     c = _reorder(closures.polycoef, index).astype(dtype)  # (n_j, 5)
     ref = _reorder(closures.reference, index).astype(dtype)  # (n_j, 2)
-    x = (take(q, q2) - ref[:, 1]) * has2
+    x = (x2 - ref[:, 1]) * has2
     c0, c1, c2, c3, c4 = (c[:, k] for k in range(5))
     p = c0 + x * (c1 + x * (c2 + x * (c3 + x * c4)))
     dp = (c1 + x * (2 * c2 + x * (3 * c3 + x * 4 * c4))) * has2
     ddp = 2 * c2 + x * (6 * c3 + x * 12 * c4)
-    w2 = take(v, v2) * has2
-    eye = np.eye(model.nv)
-    e1, e2 = eye[v1], eye[v2] * second[:, None]  # static (n_j, nv)
-    g = jnp.asarray(e1, dtype) - dp[:, None] * jnp.asarray(e2, dtype)
+    w2 = w2 * has2
+    g = g1 - dp[:, None] * g2 * has2[:, None]
     columns = [jnp.swapaxes(b, -1, -2) for b in dofs_to_levels(topo, g.T, 0.0)]
-    return RowTerms(take(q, q1) - ref[:, 0] - p, take(v, v1) - dp * w2, -ddp * w2 ** 2, columns)
+    return RowTerms(x1 - ref[:, 0] - p, w1 - dp * w2, -ddp * w2 ** 2, columns)
+
+
+def _coupled(model: Model, closures: LoopClosures, q, v, index: list[int], side: int):
+    """Side ``side`` (1 or 2) of the couplings ``index``: its coordinate ``x`` (``q[i]`` or the
+    tendon length ``L``), rate ``ẋ`` (``v[i]`` or ``J v``) and row ``∂ẋ/∂v`` ``(n_j, nv)``; side 2
+    also returns the static mask of the couplings that have one (the others' values are
+    placeholders)."""
+    topo = model.topology
+    dtype = q.dtype
+    joint = np.array([getattr(closures, f"joint{side}")[i] for i in index], np.int64)
+    tendon = np.array([getattr(closures, f"tendon{side}")[i] for i in index], np.int64)
+    iq, iv = topo.q_start[np.maximum(joint, 0)], topo.v_start[np.maximum(joint, 0)]
+    x, w = take(q, iq), take(v, iv)
+    g = jnp.asarray(np.eye(model.nv)[iv] * (joint >= 0)[:, None], dtype)   # static rows e_i
+    on = tendon >= 0
+    if on.any():
+        from sodyn.simulate.tendons import tendon_lengths
+
+        if model.tendons is None:
+            raise ValueError("tendon couplings need the model's tendons (Model.tendons is None)")
+        coef = model.tendons.coef.astype(dtype)[np.maximum(tendon, 0)]
+        mask = jnp.asarray(on)
+        x = jnp.where(mask, tendon_lengths(model, q)[np.maximum(tendon, 0)], x)
+        w = jnp.where(mask, coef @ v, w)
+        g = jnp.where(mask[:, None], coef, g)
+    return (x, w, g, (joint >= 0) | on) if side == 2 else (x, w, g)
 
 
 # ---------------------------------------------------------------------------

@@ -36,7 +36,6 @@ from sodyn.algorithms.common import (
 )
 from sodyn.algorithms.kinematics import child_motion
 from sodyn.model import Model
-from sodyn.runtime.batching import chunked_when_vmapped
 from sodyn.sweeps import gather, in_slots, scatter
 from sodyn.topology import dofs_from_levels, dofs_to_levels, to_levels
 
@@ -81,15 +80,13 @@ def inverse_dynamics(model: Model, q, v, a, f_ext=None) -> jax.Array:
     ``f_ext`` (optional, ``(n_bodies, 6)``) are external spatial forces ``[n; f]`` on each
     body, in the body's frame, about its origin.  Gravity is ``model.gravity``; joint
     damping and armature are included (a free joint's linear armature with its velocity
-    force: :func:`~sodyn.algorithms.common.passive_joint_force`).  A large ``jax.vmap`` of
-    it on the CPU runs in cache-sized chunks
-    (:func:`~sodyn.runtime.batching.chunked_when_vmapped`).
+    force: :func:`~sodyn.algorithms.common.passive_joint_force`).
     """
     q, v, a, f_ext = check_state(model, q, v, a, "a", f_ext)
-    return _inverse_dynamics_in_chunks(model, q, v, a, f_ext)
+    return unchecked_inverse_dynamics(model, q, v, a, f_ext)
 
 
-def _inverse_dynamics(model: Model, q, v, a, f_ext, added=None) -> jax.Array:
+def unchecked_inverse_dynamics(model: Model, q, v, a, f_ext, added=None) -> jax.Array:
     """:func:`inverse_dynamics` on checked arguments; ``added`` ``(n_bodies, 6, 6)`` adds
     ``Σ_k J_k* B_k α(k)`` (the residual of ``forward_dynamics(..., added_inertia=B)``)."""
     dtype = q.dtype
@@ -107,9 +104,6 @@ def _inverse_dynamics(model: Model, q, v, a, f_ext, added=None) -> jax.Array:
     forces = body_forces_levels(levels, topo, local)
     tau = dofs_from_levels(topo, joint_force(topo, levels.axes, forces))
     return tau + passive_joint_force(m, v) + m.armature * a
-
-
-_inverse_dynamics_in_chunks = chunked_when_vmapped(_inverse_dynamics)
 
 
 def bias_forces(model: Model, q, v, f_ext=None) -> jax.Array:

@@ -34,7 +34,6 @@ from sodyn.algorithms.common import check_vector, mass_parameter_levels, model_p
 from sodyn.algorithms.kinematics import centred_world_poses_levels, world_subspace_blocks
 from sodyn.contraction import contract
 from sodyn.model import Model
-from sodyn.runtime.batching import chunked_when_vmapped
 from sodyn.runtime.precision import full_precision
 from sodyn.runtime.tuning import BLOCK_PRODUCT_MATMUL_SIZE
 from sodyn.spatial import apply_inertia, world_inertia_parameters
@@ -76,10 +75,8 @@ def world_composites(model: Model, wr: jax.Array, wp: jax.Array, axes: list[jax.
 
 
 def mass_matrix(model: Model, q) -> jax.Array:
-    """The joint-space mass matrix ``𝓜(q)`` ``(nv, nv)``, armature included (Jain eq. 4.20).  A
-    large ``jax.vmap`` of it on the CPU runs in cache-sized chunks
-    (:func:`~sodyn.runtime.batching.chunked_when_vmapped`)."""
-    return _mass_matrix_in_chunks(model, check_vector(model, q, model.nq, "q"))
+    """The joint-space mass matrix ``𝓜(q)`` ``(nv, nv)``, armature included (Jain eq. 4.20)."""
+    return _mass_matrix(model, check_vector(model, q, model.nq, "q"))
 
 
 def _mass_matrix(model: Model, q) -> jax.Array:
@@ -94,9 +91,6 @@ def _mass_matrix(model: Model, q) -> jax.Array:
     strict = ancestor & (topo.dof_body[:, None] != topo.dof_body[None, :])
     full = jnp.where(ancestor, outer, 0.0) + jnp.where(strict, outer, 0.0).T
     return full + jnp.diag(model_params(model, q.dtype).armature)
-
-
-_mass_matrix_in_chunks = chunked_when_vmapped(_mass_matrix)
 
 
 @full_precision

@@ -96,7 +96,7 @@ def with_height_field(model: Model, elevation, size, *, pos=(0.0, 0.0, 0.0), rot
     **Raises** ``ValueError`` naming the geom for an elevation that is not a 2-D grid of at least
     2×2 finite values in ``[0, 1]``, a size that is not four finite positive numbers, a bad pose
     or friction, or a name already used."""
-    from sodyn.model import _as_rotation
+    from sodyn.model import as_rotation
 
     where = f"with_height_field: geom {name!r}"
     g = model.geoms
@@ -106,7 +106,7 @@ def with_height_field(model: Model, elevation, size, *, pos=(0.0, 0.0, 0.0), rot
     p = np.asarray(pos, np.float64)
     if p.shape != (3,) or not np.all(np.isfinite(p)):
         raise ValueError(f"{where}: pos must be a finite 3-vector, got {pos!r}")
-    r = _as_rotation(rotation, where)
+    r = as_rotation(rotation, where)
     fr = np.array([float(friction), 0.005, 0.0001])
     gsize = np.array([size4[0], size4[1], max(size4[2], size4[3])])
     static = check_geom(where, "hfield", gsize, fr, contype=contype, conaffinity=conaffinity)

@@ -208,9 +208,13 @@ def _actuator_kind(gaintype: int, biastype: int, dynamics: str, gain: np.ndarray
 
 
 def add_actuators(mj, b: ModelBuilder, joint_names, nm, off, unsupported: list[str]) -> None:
-    """MuJoCo's joint actuators with fixed or affine gain, no or affine bias and activation
-    dynamics none, integrator, filter or filterexact (:class:`~sodyn.Actuators`)."""
+    """MuJoCo's joint and fixed-tendon actuators with fixed or affine gain, no or affine bias and
+    activation dynamics none, integrator, filter or filterexact (:class:`~sodyn.Actuators`; a
+    tendon actuator is added on a joint of its tendon, and :func:`with_simulation_data` points it
+    at the tendon)."""
     import mujoco
+
+    from sodyn.simulate.tendons import fixed_tendon_wraps
 
     inf = np.array([-np.inf, np.inf])
     for i in range(mj.nu):
@@ -218,14 +222,18 @@ def add_actuators(mj, b: ModelBuilder, joint_names, nm, off, unsupported: list[s
         j = int(mj.actuator_trnid[i, 0])
         gaintype, biastype, dyntype = (int(mj.actuator_gaintype[i]), int(mj.actuator_biastype[i]),
                                        int(mj.actuator_dyntype[i]))
-        ok = (int(mj.actuator_trntype[i]) == int(mujoco.mjtTrn.mjTRN_JOINT) and int(mj.jnt_type[j]) in (2, 3)
+        trn = int(mj.actuator_trntype[i])
+        wraps = fixed_tendon_wraps(mj, j) if trn == int(mujoco.mjtTrn.mjTRN_TENDON) else None
+        if wraps:  # on a fixed tendon: registered on the joint it moves most (the tendon is set later)
+            j = max(wraps, key=lambda w: abs(w[1]))[0]
+        ok = ((trn == int(mujoco.mjtTrn.mjTRN_JOINT) and int(mj.jnt_type[j]) in (2, 3) or wraps)
               and dyntype in _DYNAMICS and gaintype in (0, 1) and biastype in (0, 1)
               and int(mj.actuator_actnum[i]) == (dyntype != 0))
         if not ok:
             what = ("muscle" if 2 in (gaintype, biastype) or dyntype == 4 else
                     "user-defined" if 3 in (gaintype, biastype) or dyntype == 5 else None)
             reason = (f"{what} actuators are not modelled" if what else
-                      "only joint transmissions on a hinge or slide are modelled")
+                      "only joint transmissions on a hinge or slide and fixed-tendon transmissions are modelled")
             unsupported.append(f"<actuator name={aname!r}> ({reason})")
             continue
         dynamics = _DYNAMICS[dyntype]
@@ -246,8 +254,6 @@ def unsupported_elements(mj, nm, off, with_constraints: bool, out: list[str]) ->
     import mujoco
 
     obj = mujoco.mjtObj
-    for t in range(mj.ntendon):
-        out.append(f"<tendon name={nm(obj.mjOBJ_TENDON, t, f'tendon{t}')!r}>")
     for j in np.flatnonzero(getattr(mj, "jnt_actgravcomp", np.zeros(0))):
         out.append(f"<joint name={nm(obj.mjOBJ_JOINT, int(j), f'joint{j}')!r} actuatorgravcomp='true'> (gravity "
                    "compensation is applied as a passive force, not through the actuators)")
@@ -259,7 +265,7 @@ def unsupported_elements(mj, nm, off, with_constraints: bool, out: list[str]) ->
         return
     for e in range(mj.neq):
         kind = int(mj.eq_type[e])
-        if not eq_supported(mj, e):
+        if not eq_supported(mj, e) and not tendon_eq_supported(mj, e):
             out.append(f"<equality><{EQ_NAMES.get(kind, kind)} name={nm(obj.mjOBJ_EQUALITY, e, f'equality{e}')!r}>")
 
 
@@ -279,16 +285,66 @@ def eq_supported(mj, e: int) -> bool:
     return False
 
 
+def _on_tendons(mj, actuators, tendons):
+    """``actuators`` with the static ``tendon`` index of each MuJoCo tendon actuator."""
+    import mujoco
+
+    obj = mujoco.mjtObj
+    by_name = {mujoco.mj_id2name(mj, obj.mjOBJ_ACTUATOR, i) or f"actuator{i}": i for i in range(mj.nu)}
+    index = []
+    for name in actuators.names:
+        i = by_name[name]
+        t = int(mj.actuator_trnid[i, 0])
+        on = int(mj.actuator_trntype[i]) == int(mujoco.mjtTrn.mjTRN_TENDON)
+        index.append(tendons.index(mujoco.mj_id2name(mj, obj.mjOBJ_TENDON, t) or f"tendon{t}") if on else -1)
+    return dataclasses.replace(actuators, tendon=tuple(index))
+
+
+def tendon_eq_supported(mj, e: int) -> bool:
+    """A tendon equality between fixed tendons of hinges and slides (a ``"tendon"`` coupling of
+    the model's closures; :class:`~sodyn.io.EqualityConstraints` leaves it out)."""
+    from sodyn.simulate.tendons import fixed_tendon_wraps
+
+    tendons = [t for t in (int(mj.eq_obj1id[e]), int(mj.eq_obj2id[e])) if t >= 0]
+    return int(mj.eq_type[e]) == 3 and all(fixed_tendon_wraps(mj, t) is not None for t in tendons)
+
+
+def _tendon_couplings(mj, model: Model) -> list:
+    """The active tendon equalities of the file as :meth:`~sodyn.LoopClosures.tendon_coupling`
+    closures (references: MuJoCo's ``tendon_length0``)."""
+    import mujoco
+
+    from sodyn.constraints import LoopClosures
+
+    out = []
+    for e in range(mj.neq):
+        if not (mj.eq_active0[e] and tendon_eq_supported(mj, e)):
+            continue
+        t1, t2 = int(mj.eq_obj1id[e]), int(mj.eq_obj2id[e])
+        name1, name2 = (mujoco.mj_id2name(mj, mujoco.mjtObj.mjOBJ_TENDON, t) or f"tendon{t}" for t in (t1, max(t2, 0)))
+        ref = [float(mj.tendon_length0[t1]), float(mj.tendon_length0[t2]) if t2 >= 0 else 0.0]
+        out.append(LoopClosures.tendon_coupling(
+            model, name1, name2 if t2 >= 0 else None, np.asarray(mj.eq_data[e, :5], float), reference=ref,
+            name=mujoco.mj_id2name(mj, mujoco.mjtObj.mjOBJ_EQUALITY, e) or f"equality{e}"))
+    return out
+
+
 def with_simulation_data(mj, model: Model, equality, unsupported: list[str]) -> Model:
-    """``model`` with what the steppers use by default: the file's sensors, its fluid and its
-    active equality constraints as :class:`~sodyn.LoopClosures` (hard constraints; MuJoCo's are
-    soft); what is not modelled goes to ``unsupported``."""
+    """``model`` with what the steppers use by default: the file's fixed tendons (with its tendon
+    actuators pointed at them), sensors, fluid and active equality constraints as
+    :class:`~sodyn.LoopClosures` (hard constraints; MuJoCo's are soft; tendon equalities after
+    the others); what is not modelled goes to ``unsupported``."""
     import mujoco
 
     from sodyn.constraints import LoopClosures
     from sodyn.io.mjcf_sensors import sensors_from_mujoco
     from sodyn.simulate.fluid import fluid_from_mujoco
+    from sodyn.simulate.tendons import tendons_from_mujoco
 
+    tendons, missing = tendons_from_mujoco(mj, model, switched_off(mj))
+    unsupported.extend(missing)
+    if tendons is not None:
+        model = dataclasses.replace(model, tendons=tendons, actuators=_on_tendons(mj, model.actuators, tendons))
     sensors = None
     if mj.nsensor and not mj.opt.disableflags & int(mujoco.mjtDisableBit.mjDSBL_SENSOR):
         sensors, missing = sensors_from_mujoco(mj, model)
@@ -300,6 +356,9 @@ def with_simulation_data(mj, model: Model, equality, unsupported: list[str]) -> 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")   # inactive elements are left out by design
             closures = LoopClosures.from_equality(model, equality)
+    couplings = [] if tendons is None or "equality" in switched_off(mj) else _tendon_couplings(mj, model)
+    if couplings:
+        closures = LoopClosures.concatenate(*([] if closures is None else [closures]), *couplings)
     return dataclasses.replace(model, sensors=sensors if sensors is not None and len(sensors) else None,
                                fluid=fluid, closures=closures)
 

@@ -76,14 +76,23 @@ Conversion rules
   pairs are those of MuJoCo's filters (:func:`sodyn.collision.pairs.candidate_pairs`).
 * **Equality constraints** (``connect``, ``weld``, ``joint``) are also returned by
   ``load_mjcf(..., with_constraints=True)`` as :class:`EqualityConstraints`.
+* **Fixed tendons** (``<tendon><fixed>`` of hinges and slides) → ``Model.tendons``
+  (:class:`sodyn.simulate.tendons.Tendons`: stiffness with its ``springlength`` dead band,
+  damping, ``range`` when ``limited``, ``frictionloss``, ``actuatorfrcrange``); actuators on
+  them keep their place among the actuators (``Actuators.tendon``),
+  ``tendonpos``/``tendonvel``/``tendonactfrc`` sensors read them, and an active
+  ``<equality><tendon>`` between them is a ``"tendon"`` coupling of ``Model.closures``
+  (:meth:`sodyn.LoopClosures.tendon_coupling`; not among the returned
+  :class:`EqualityConstraints`).
 * **Not modelled, one** :class:`~sodyn.io.diagnostics.UnsupportedElementWarning` **per model
-  naming each element:** tendons, sensors of other types, collision geoms of other types (SDF,
-  a height field without cells) and the pairs naming them, condim 4/6 (kept as data; sodyn's contact law applies sliding
-  friction only), non-default ``solref``/``solimp``/``solmix`` of geoms and pairs (sodyn's
-  contact law has its own stiffness and damping), an ``<exclude>`` that sodyn's weld-body
-  exclusion widens, other actuators, gravity compensation through the actuators
-  (``actuatorgravcomp``), flexes, equality constraints of other types, and the ``override``
-  flag.  A free joint
+  naming each element:** spatial tendons (and fixed ones on ball or free joints), a fixed
+  tendon's ``armature`` and polynomial stiffness/damping, tendon equalities on other tendons,
+  sensors of other types, collision geoms of other types (SDF, a height field without cells)
+  and the pairs naming them, condim 4/6 (kept as data; sodyn's contact law applies sliding
+  friction only), non-default ``solref``/``solimp``/``solmix`` of geoms and pairs (sodyn's contact law
+  has its own stiffness and damping), an ``<exclude>`` that sodyn's weld-body exclusion
+  widens, other actuators, gravity compensation through the actuators (``actuatorgravcomp``),
+  flexes, equality constraints of other types, and the ``override`` flag.  A free joint
   below another body or combined with other joints in one body raises ``ValueError``
   (MuJoCo itself rejects both).
 """

@@ -4,17 +4,18 @@ from the same MJCF.
 Objects map by name: a site to the frame named after it (or, for an unnamed site or one whose
 name is taken, to its MuJoCo body's frame and the site's placement in it), a body (``xbody``: its
 frame; ``body``: its inertial frame ``body_ipos``/``body_iquat``), a geom or a camera to its
-body's frame and its placement; joints, actuators and bodies by name.  Every frame is checked
-against MuJoCo's pose at ``qpos0``, and ``quat_sign`` is set there so that ``framequat`` equals
-MuJoCo's ``xquat``-based quaternion.  ``sensor_noise`` → ``noise``, ``sensor_cutoff`` →
+body's frame and its placement; joints, actuators, fixed tendons and bodies by name.  Every
+frame is checked against MuJoCo's pose at ``qpos0``, and ``quat_sign`` is set there so that
+``framequat`` equals MuJoCo's ``xquat``-based quaternion.  ``sensor_noise`` → ``noise``, ``sensor_cutoff`` →
 ``cutoff``, ``opt.magnetic`` → ``magnetic``.
 
 Not modelled, listed for the loader's warning: sensor types sodyn does not compute (touch,
-rangefinder, camprojection, tendon, limit, contact, distance, energy, plugin and user sensors),
-force/torque and subtree sensors on a body without joints (sodyn merges it into its parent, so
-its own interaction wrench, mass and subtree are not kept apart), subtree sensors of the world
-body when bodies welded to the world have mass, actuator sensors of actuators sodyn did not
-import, and a sensor's ``delay``/``interval`` (the sensor is kept, read without them).
+rangefinder, camprojection, limit, contact, distance, energy, plugin and user sensors), tendon
+sensors on tendons sodyn does not model (spatial ones), force/torque and subtree sensors on a
+body without joints (sodyn merges it into its parent, so its own interaction wrench, mass and
+subtree are not kept apart), subtree sensors of the world body when bodies welded to the world
+have mass, actuator sensors of actuators sodyn did not import, and a sensor's
+``delay``/``interval`` (the sensor is kept, read without them).
 """
 
 from __future__ import annotations
@@ -113,6 +114,10 @@ def sensors_from_mujoco(mj, model: Model) -> tuple[Sensors, list[str]]:
             target = nm(obj.mjOBJ_ACTUATOR, objid, f"actuator{objid}")
             if target not in model.actuators.names:
                 why = f"actuator {target!r} is not in the sodyn model"
+        elif KINDS[kind][1] == "tendon":
+            target = nm(obj.mjOBJ_TENDON, objid, f"tendon{objid}")
+            if model.tendons is None or target not in model.tendons.names:
+                why = f"tendon {target!r} is not in the sodyn model (only fixed tendons are modelled)"
         elif KINDS[kind][1] == "body":
             if objid == 0:
                 target = "world"

@@ -12,9 +12,10 @@ local devices, ``sodyn.batch`` splits the batch evenly across them with ``jax.sh
 CPU batch runs on every core, as Pinocchio's ``abaInParallel`` does with threads.  On CPU the
 devices are made by :func:`sodyn.use_cpu_cores`, called once before the first JAX computation.
 
-A plain ``jax.vmap`` of forward or inverse dynamics, ``M`` or ``M⁻¹`` gets the same chunks
-without asking: their batching rule (:func:`chunked_when_vmapped`) runs a large CPU batch chunk
-by chunk.
+sodyn's functions compute exactly what ``jax.vmap`` asks: chunks are this function's (and
+:func:`sodyn.simulate.monte_carlo`'s), asked for explicitly.  On the CPU, a plain
+``jax.jit(jax.vmap(f))`` over thousands of samples of a large tree runs slower than
+``sodyn.batch(f)``; over a few hundred, or on a GPU, the two are alike.
 
 The chunk size adapts to the function: by default (``chunk_size=None``) it is the largest power
 of two up to :data:`MAX_CHUNK` whose chunk holds at most :data:`CHUNK_BYTES` of intermediates
@@ -37,14 +38,12 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.custom_batching import custom_vmap
-from jax.extend.core import jaxpr_as_fun
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from sodyn.runtime.tuning import CHUNK_BYTES, MAX_CHUNK, MIN_CHUNK, SPLIT_FROM, VMAP_CHUNKS_FROM
+from sodyn.runtime.tuning import CHUNK_BYTES, MAX_CHUNK, MIN_CHUNK, SPLIT_FROM
 
 
-def _batch_devices(devices: str | Sequence[Any] | None) -> list:
+def batch_devices(devices: str | Sequence[Any] | None) -> list:
     """The devices ``devices`` names: every local device for ``"auto"``, none for ``None``."""
     if devices is None:
         return []
@@ -100,7 +99,7 @@ def batch(
     def facts(args) -> tuple[int, bool]:
         key = _signature(args)
         if key not in traced:
-            jaxpr = _sample_jaxpr(fun, in_axes, args)
+            jaxpr = sample_jaxpr(fun, in_axes, args)
             chunk = _chunk_for_bytes(intermediate_bytes(jaxpr)) if chunk_size is None else chunk_size
             traced[key] = (chunk, bool(jaxpr_primitives(jaxpr) & LAPACK_PRIMITIVES))
         return traced[key]
@@ -110,7 +109,7 @@ def batch(
 
     def split_devices(*args: Any) -> list:
         _, size = _batch_axes(in_axes, args)
-        devs = _batch_devices(devices)
+        devs = batch_devices(devices)
         if len(devs) < 2 or size < len(devs) * split_from or facts(args)[1]:
             return []
         return devs
@@ -155,7 +154,7 @@ LAPACK_PRIMITIVES = frozenset({
 })
 
 
-def _sub_jaxprs(eqn):
+def sub_jaxprs(eqn):
     """The jaxprs nested in an equation's parameters (scan and cond bodies, custom-rule calls)."""
     for param in eqn.params.values():
         for sub in param if isinstance(param, (list, tuple)) else (param,):
@@ -169,7 +168,7 @@ def jaxpr_primitives(jaxpr) -> set[str]:
     names = set()
     for eqn in jaxpr.eqns:
         names.add(eqn.primitive.name)
-        for inner in _sub_jaxprs(eqn):
+        for inner in sub_jaxprs(eqn):
             names |= jaxpr_primitives(inner)
     return names
 
@@ -182,7 +181,7 @@ def intermediate_bytes(jaxpr) -> int:
     for eqn in jaxpr.eqns:
         total += sum(int(np.prod(v.aval.shape)) * v.aval.dtype.itemsize
                      for v in eqn.outvars if hasattr(v.aval, "shape"))
-        total += sum(intermediate_bytes(inner) for inner in _sub_jaxprs(eqn))
+        total += sum(intermediate_bytes(inner) for inner in sub_jaxprs(eqn))
     return total
 
 
@@ -200,7 +199,7 @@ def _one_sample(x, axis: int | None) -> jax.ShapeDtypeStruct:
     return jax.ShapeDtypeStruct(x.shape[1:] if axis == 0 else x.shape, x.dtype)
 
 
-def _sample_jaxpr(fun: Callable, in_axes, args):
+def sample_jaxpr(fun: Callable, in_axes, args):
     """The jaxpr of ``fun`` on one sample of ``args`` (batched along ``in_axes``): a trace, no computation."""
     axes, _ = _batch_axes(in_axes, args)
     sample = [jax.tree_util.tree_map(lambda x, ax=ax: _one_sample(x, ax), a) for ax, a in zip(axes, args)]
@@ -216,14 +215,14 @@ def _signature(args) -> tuple:
 def calls_lapack(fun: Callable, in_axes, *args: Any) -> bool:
     """Whether ``fun`` on one sample of ``args`` (batched along ``in_axes``) uses a LAPACK-backed
     primitive (:data:`LAPACK_PRIMITIVES`), found by tracing it to a jaxpr (no computation)."""
-    return bool(jaxpr_primitives(_sample_jaxpr(fun, in_axes, args)) & LAPACK_PRIMITIVES)
+    return bool(jaxpr_primitives(sample_jaxpr(fun, in_axes, args)) & LAPACK_PRIMITIVES)
 
 
 def auto_chunk_size(fun: Callable, in_axes, *args: Any) -> int:
     """The chunk size :func:`batch` picks for ``fun`` on ``args`` (batched along ``in_axes``):
     the largest power of two in [:data:`MIN_CHUNK`, :data:`MAX_CHUNK`] whose chunk holds at most
     :data:`CHUNK_BYTES` of the function's :func:`intermediate_bytes` per sample."""
-    return _chunk_for_bytes(intermediate_bytes(_sample_jaxpr(fun, in_axes, args)))
+    return _chunk_for_bytes(intermediate_bytes(sample_jaxpr(fun, in_axes, args)))
 
 
 def _pad(x: jax.Array, size: int) -> jax.Array:
@@ -280,64 +279,3 @@ def _chunked_vmap(fun: Callable, in_axes, chunk_size: int) -> Callable:
         return jax.tree_util.tree_map(lambda y: y.reshape((n_chunks * chunk_size,) + y.shape[2:])[:size], out)
 
     return batched
-
-
-def chunked_when_vmapped(fun: Callable) -> Callable:
-    """``fun`` (positional pytree arguments), whose ``jax.vmap`` over a large batch on the CPU
-    runs in chunks, one after the other (:func:`_chunked_vmap`), as :func:`batch` runs them.
-
-    A plain ``jax.vmap`` of a recursion evaluates each level over the whole batch, and past a
-    few thousand samples of a large tree its per-level arrays leave the cache.  Under
-    ``jax.vmap`` on the CPU, with a batch of at least
-    ``VMAP_CHUNKS_FROM · MIN_CHUNK`` samples (:mod:`sodyn.runtime.tuning`), the returned function
-    (a ``jax.custom_batching.custom_vmap``) traces ``fun`` once on one sample, which gives its
-    automatic chunk size (as :func:`auto_chunk_size`) and its program; a batch of at least
-    ``VMAP_CHUNKS_FROM`` chunks maps that program over the chunks in a ``lax.scan``, a smaller
-    one vmaps it whole.  Otherwise it is ``jax.vmap(fun)``, and called without ``jax.vmap`` it is
-    ``fun``.  It changes how the batch is evaluated, not what is computed.
-    Derivatives are those of ``fun`` itself (a ``custom_jvp`` whose rule is ``jax.jvp(fun)``):
-    under differentiation, the batch is a plain ``jax.vmap``.
-    """
-    wrapped = custom_vmap(fun)
-    traced: dict = {}  # per-sample signature -> (jaxpr of one sample, its output tree, chunk size)
-
-    @wrapped.def_vmap
-    def rule(axis_size: int, in_batched, *args):
-        leaves, tree = jax.tree_util.tree_flatten(args)
-        axes = tuple(0 if b else None for b in jax.tree_util.tree_leaves(in_batched))
-        if all(a is None for a in axes):
-            out = fun(*args)
-            return out, jax.tree_util.tree_map(lambda _: False, out)
-
-        def flat(*xs):
-            return fun(*jax.tree_util.tree_unflatten(tree, xs))
-
-        if jax.default_backend() != "cpu" or axis_size < VMAP_CHUNKS_FROM * MIN_CHUNK:
-            out = jax.vmap(flat, in_axes=axes)(*leaves)
-            return out, jax.tree_util.tree_map(lambda _: True, out)
-        sample = [_one_sample(x, a) for x, a in zip(leaves, axes)]
-        key = (tree, axes, _signature(sample))
-        if key not in traced:  # one trace of fun gives both the chunk size and the program
-            closed, shapes = jax.make_jaxpr(flat, return_shape=True)(*sample)
-            chunk = _chunk_for_bytes(intermediate_bytes(closed.jaxpr))
-            traced[key] = (closed, jax.tree_util.tree_structure(shapes), chunk)
-        closed, out_tree, chunk = traced[key]
-
-        def evaluate(*xs):
-            return jax.tree_util.tree_unflatten(out_tree, jaxpr_as_fun(closed)(*xs))
-
-        if axis_size >= VMAP_CHUNKS_FROM * chunk:
-            out = _chunked_vmap(evaluate, axes, chunk)(*leaves)
-        else:
-            out = jax.vmap(evaluate, in_axes=axes)(*leaves)
-        return out, jax.tree_util.tree_map(lambda _: True, out)
-
-    @jax.custom_jvp
-    def chunked(*args):
-        return wrapped(*args)
-
-    @chunked.defjvp
-    def _unchunked_jvp(primals, tangents):  # derivatives (and their primal) come from fun itself
-        return jax.jvp(fun, primals, tangents)
-
-    return chunked

@@ -15,15 +15,11 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import ParamSpec, TypeVar
 
 import jax
 
-P = ParamSpec("P")
-R = TypeVar("R")
 
-
-def full_precision(fn: Callable[P, R]) -> Callable[P, R]:
+def full_precision[**P, R](fn: Callable[P, R]) -> Callable[P, R]:
     """``fn`` with its matrix products traced at ``Precision.HIGHEST``."""
 
     @functools.wraps(fn)

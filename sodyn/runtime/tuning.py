@@ -41,13 +41,6 @@ MONTE_CARLO_CPU_CHUNK = 1024
 #: fused values too): a GPU runs a whole large batch faster in one program than in host chunks.
 MONTE_CARLO_MEMORY_FRACTION = 0.25
 
-#: A plain ``jax.vmap`` of forward or inverse dynamics, ``M`` or ``M⁻¹`` on the CPU runs in
-#: automatic chunks (:func:`sodyn.runtime.batching.chunked_when_vmapped`) once its batch holds
-#: this many of them: below it the whole batch's working set is still near the cache, and one
-#: program over the whole batch keeps XLA:CPU's intra-op threads busy, which a loop over chunks
-#: may not.
-VMAP_CHUNKS_FROM = 8
-
 # -- the sweeps (sodyn.topology, sodyn.sweeps) ----------------------------------------------
 
 #: Upper bound on the number of segments (one ``lax.scan`` each) of a sweep, so program size

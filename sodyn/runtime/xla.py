@@ -6,19 +6,13 @@ pipeline keeps for itself.  :func:`jit` adds, for one executable and only on the
 options that still help some programs there:
 
 * ``xla_cpu_experimental_ynn_fusion_type=""``: no YNNPACK library fusions, which is what
-  XLA:CPU makes of large plain-add reductions elsewhere in the program (a loss, say);
-* ``xla_cpu_use_fusion_emitters=False`` (XLA versions that have the switch): the classic loop
-  emitters, which generate faster loops than the fusion emitters for these shapes.
+  XLA:CPU makes of large plain-add reductions elsewhere in the program (a loss, say).
 
 XLA rejects a compile option it does not know, and its set of options changes between
 releases, so :func:`supported_options` tries each candidate once per process on a trivial
 program and :func:`jit` passes only those the installed XLA accepts.  Compile options belong
-to one executable: unlike ``XLA_FLAGS`` they leave the rest of the process alone.
-
-The one process-wide setting is a documented fallback, for the XLA versions whose default
-emitters are the slower ones for these programs: :func:`prefer_classic_emitters`, run by
-``import sodyn``, gives the CPU programs compiled after it (plain ``jax.jit`` included) the
-classic emitters as well (``SODYN_KEEP_XLA_DEFAULTS=1`` opts out).
+to one executable: unlike ``XLA_FLAGS`` they leave the rest of the process alone, and nothing
+in sodyn sets a process-wide option.
 
 ``jit(fun, latency=True)`` is for single-sample calls (a control loop): it adds XLA's
 memory-optimised schedule, under which a program's few hundred tiny operations run one after
@@ -38,11 +32,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-#: The classic loop emitters as one compile option (XLA:CPU before jaxlib 0.11).
-CLASSIC_EMITTERS: dict[str, Any] = {"xla_cpu_use_fusion_emitters": False}
-
 #: Candidate options :func:`jit` adds on the CPU (those the installed XLA knows).
-COMPILER_OPTIONS: dict[str, Any] = {"xla_cpu_experimental_ynn_fusion_type": "", **CLASSIC_EMITTERS}
+COMPILER_OPTIONS: dict[str, Any] = {"xla_cpu_experimental_ynn_fusion_type": ""}
 
 #: Candidate options ``jit(..., latency=True)`` adds on top, for single-sample calls.
 LATENCY_OPTIONS: dict[str, Any] = {
@@ -91,68 +82,6 @@ def accepted_xla_flags(flags: Sequence[str]) -> list[str]:
         if child.returncode == 0:
             accepted.append(flag)
     return accepted
-
-
-#: The same as an ``XLA_FLAGS`` entry, for a process that sets its flags before JAX starts (the
-#: test suite's and the benchmarks' own settings).
-CLASSIC_EMITTERS_FLAG = "--xla_cpu_use_fusion_emitters=false"
-
-#: Set this environment variable (to anything non-empty) before ``import sodyn`` to keep XLA's
-#: defaults for the programs sodyn does not compile itself.
-KEEP_XLA_DEFAULTS = "SODYN_KEEP_XLA_DEFAULTS"
-
-
-def _version(text: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in text.split(".")[:2] if x.isdigit())
-
-
-def prefer_classic_emitters() -> bool:
-    """The fallback behind plain ``jax.jit``, run once by ``import sodyn``: where the installed
-    XLA:CPU still has the classic loop emitters (jaxlib before 0.11), every later CPU compilation
-    of the process gets :data:`CLASSIC_EMITTERS` as a compile option.
-
-    :func:`jit` selects those emitters per executable; this gives the programs a user compiles
-    with ``jax.jit`` or ``equinox.filter_jit`` the same, whether or not JAX has already run a
-    computation.  They generate faster loops for the dynamics functions, while a simulation step
-    with contact runs somewhat slower under them: a program that mostly steps may opt out.
-
-    JAX has no public setting for default compile options, so the fallback wraps
-    ``jax._src.compiler.get_compile_options`` of those JAX releases, which pass a program's
-    options to it; an option the caller gives (``jax.jit(..., compiler_options=...)``) wins.
-    It does nothing on jaxlib 0.11 and later (no such option), when ``XLA_FLAGS`` sets the
-    option, when the environment variable :data:`KEEP_XLA_DEFAULTS` is set, or when that
-    function does not take ``env_options_overrides`` and ``backend``.  Returns whether the
-    fallback is in place.
-    """
-    import inspect
-
-    from jax._src import compiler
-
-    if classic_emitters_in_place():
-        return True
-    original = compiler.get_compile_options
-    if (os.environ.get(KEEP_XLA_DEFAULTS) or _version(jax.lib.__version__) >= (0, 11)
-            or "xla_cpu_use_fusion_emitters" in os.environ.get("XLA_FLAGS", "")
-            or not {"env_options_overrides", "backend"} <= set(inspect.signature(original).parameters)):
-        return False
-
-    @functools.wraps(original)
-    def get_compile_options(*args: Any, env_options_overrides: Mapping[str, Any] | None = None,
-                            backend: Any = None, **kwargs: Any) -> Any:
-        if getattr(backend, "platform", None) == "cpu":
-            env_options_overrides = {**CLASSIC_EMITTERS, **(env_options_overrides or {})}
-        return original(*args, env_options_overrides=env_options_overrides, backend=backend, **kwargs)
-
-    get_compile_options.__sodyn_classic_emitters__ = True  # type: ignore[attr-defined]
-    compiler.get_compile_options = get_compile_options
-    return True
-
-
-def classic_emitters_in_place() -> bool:
-    """Whether :func:`prefer_classic_emitters`' fallback is in place in this process."""
-    from jax._src import compiler
-
-    return getattr(compiler.get_compile_options, "__sodyn_classic_emitters__", False)
 
 
 class _Unset:

@@ -22,7 +22,11 @@ an ``act_early`` actuator's force uses that next activation.
 
 :func:`actuator_forces` also returns the per-dof slopes ``−∂τ/∂q`` and ``−∂τ/∂v`` (from the gain
 and bias, or from the saturated bound of the force range: the envelope's ``β``, the power limit's
-``P / l̇²``), which the implicit stepper treats implicitly.  The builders (:func:`motors`,
+``P / l̇²``), which the implicit stepper treats implicitly.  An actuator on a fixed tendon
+(``Actuators.tendon``, :mod:`sodyn.simulate.tendons`) has ``l = gear · L``, ``l̇ = gear · J v`` and
+adds ``gear · f · Jᵀ``; its slopes enter as the diagonals of ``Jᵀ (…) J``, and a tendon's
+``actuator_force_range`` scales the forces of the actuators on it
+(:class:`~sodyn.simulate.tendons.Tendons`).  The builders (:func:`motors`,
 :func:`position_servos`, :func:`pd_servos`, :func:`dc_motors`…) are in
 :mod:`sodyn.simulate.actuator_builders`.
 """
@@ -129,7 +133,7 @@ def actuator_forces(model: Model, actuators: Actuators | None, q: jax.Array, v: 
                 raise ValueError("actuators with act_early need the step's dt")
             used = jnp.where(early, next_activation(a, act, act_dot, dt), act)
         w = u.at[idx].set(used)
-    length, rate = a.gear * q[q_index(model, dof)], a.gear * v[dof]
+    length, rate, rows = _transmission(model, a, dof, q, v)
     gain = a.gain + a.gain_slope[:, 0] * length + a.gain_slope[:, 1] * rate
     raw = gain * w + a.bias[:, 0] + a.bias[:, 1] * length + a.bias[:, 2] * rate
     lo, hi, d_lo, d_hi = _force_range(a, rate)
@@ -137,12 +141,43 @@ def actuator_forces(model: Model, actuators: Actuators | None, q: jax.Array, v: 
     df_dl = jnp.where((raw > lo) & (raw < hi), a.gain_slope[:, 0] * w + a.bias[:, 1], 0.0)
     df_drate = jnp.where(raw >= hi, d_hi, jnp.where(raw <= lo, d_lo, a.gain_slope[:, 1] * w + a.bias[:, 2]))
     g2 = a.gear * a.gear
-    total = spread_sum(a.gear * f, dof, model.nv)
+    k, c = jnp.maximum(-g2 * df_dl, 0.0), jnp.maximum(-g2 * df_drate, 0.0)
+    if rows is not None:        # a tendon's actuator force range scales its actuators' forces
+        from sodyn.simulate.tendons import clamp_tendon_actuators
+
+        f, kept = clamp_tendon_actuators(model, f, rows[1], np.asarray(a.tendon, np.int64)[rows[1]])
+        k, c = jnp.where(kept, k, 0.0), jnp.where(kept, c, 0.0)
+    if rows is None:
+        total = spread_sum(a.gear * f, dof, model.nv)
+        stiffness, damping = spread_sum(k, dof, model.nv), spread_sum(c, dof, model.nv)
+    else:                       # tendon transmissions: τ += gear f Jᵀ, slopes diag(Jᵀ k J)
+        jn, tn, coef = rows
+        square = coef * coef
+        total = spread_sum((a.gear * f)[jn], dof[jn], model.nv) + (a.gear * f)[tn] @ coef
+        stiffness = spread_sum(k[jn], dof[jn], model.nv) + k[tn] @ square
+        damping = spread_sum(c[jn], dof[jn], model.nv) + c[tn] @ square
     inside = jnp.abs(total) < limit
     clipped = jnp.clip(total, -limit, limit)
-    stiffness = spread_sum(jnp.maximum(-g2 * df_dl, 0.0), dof, model.nv)
-    damping = spread_sum(jnp.maximum(-g2 * df_drate, 0.0), dof, model.nv)
     return ActuatorTerms(clipped, jnp.where(inside, stiffness, 0.0), jnp.where(inside, damping, 0.0), f, act_dot)
+
+
+def _transmission(model: Model, a: Actuators, dof: np.ndarray, q: jax.Array, v: jax.Array):
+    """Actuator lengths and velocities ``(na,)``; with tendon transmissions also the static
+    joint and tendon actuator indices and the tendon actuators' moment rows ``J (n, nv)``."""
+    tendon = np.asarray(a.tendon, np.int64)
+    if not np.any(tendon >= 0):
+        return a.gear * q[q_index(model, dof)], a.gear * v[dof], None
+    from sodyn.simulate.tendons import tendon_lengths
+
+    if model.tendons is None or tendon.max() >= len(model.tendons):
+        raise ValueError(f"actuators on tendons {sorted(set(tendon[tendon >= 0].tolist()))} need the model's "
+                         "tendons (Model.tendons)")
+    jn, tn = np.flatnonzero(tendon < 0), np.flatnonzero(tendon >= 0)
+    coef = model.tendons.coef.astype(q.dtype)[tendon[tn]]
+    length = jnp.zeros(len(tendon), q.dtype).at[jn].set(q[q_index(model, dof[jn])])
+    length = a.gear * length.at[tn].set(tendon_lengths(model, q)[tendon[tn]])
+    rate = a.gear * jnp.zeros(len(tendon), q.dtype).at[jn].set(v[dof[jn]]).at[tn].set(coef @ v)
+    return length, rate, (jn, tn, coef)
 
 
 def q_index(model: Model, dof: np.ndarray) -> np.ndarray:

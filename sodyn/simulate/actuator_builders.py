@@ -24,7 +24,7 @@ from sodyn.model_data import Actuators
 from sodyn.simulate.actuation import q_index
 
 
-def _one_dof_joints(model: Model, joints: Sequence[str] | None) -> list[int]:
+def one_dof_joints(model: Model, joints: Sequence[str] | None) -> list[int]:
     """Body indices of the named one-dof joints (all hinges when ``joints`` is ``None``)."""
     if joints is None:
         return [k for k, t in enumerate(model.joint_types) if KERNEL_OF.get(t) == "hinge"]
@@ -104,7 +104,7 @@ def motors(model: Model, joints: Sequence[str] | None = None, *, gear=1.0, ctrl_
     meets it, as a current-limited motor has.  ``power_limit`` bounds ``|f l̇|`` where the motor
     does work.
     """
-    bodies = _one_dof_joints(model, joints)
+    bodies = one_dof_joints(model, joints)
     n = len(bodies)
     g = _per_actuator(gear, n, "gear")
     fields = {"power_limit": power_limit}
@@ -126,7 +126,7 @@ def position_servos(model: Model, joints: Sequence[str] | None = None, *, kp, kv
                     ctrl_range=(-np.inf, np.inf), force_range=None) -> Actuators:
     """PD position servos: ``f = k_p (u − l) − k_v l̇`` with ``l = gear · q``, the control
     ``u`` the target position (MJCF ``<position kp kv>``)."""
-    bodies = _one_dof_joints(model, joints)
+    bodies = one_dof_joints(model, joints)
     n = len(bodies)
     kp, kv = _per_actuator(kp, n, "kp"), _per_actuator(kv, n, "kv")
     bias = np.stack([np.zeros(n), -kp, -kv], axis=-1)
@@ -137,7 +137,7 @@ def velocity_servos(model: Model, joints: Sequence[str] | None = None, *, kv, ge
                     ctrl_range=(-np.inf, np.inf), force_range=None) -> Actuators:
     """Velocity servos: ``f = k_v (u − l̇)``, the control ``u`` the target velocity (MJCF
     ``<velocity kv>``)."""
-    bodies = _one_dof_joints(model, joints)
+    bodies = one_dof_joints(model, joints)
     kv = _per_actuator(kv, len(bodies), "kv")
     bias = np.stack([np.zeros_like(kv), np.zeros_like(kv), -kv], axis=-1)
     return _build(model, bodies, "velocity", gear, kv, bias, ctrl_range, force_range)
@@ -154,7 +154,7 @@ def pd_servos(model: Model, joints: Sequence[str] | None = None, *, kp, kv) -> A
 
         servo_control(q_goal[iq], feedforward=sodyn.gravity_forces(model, state.q)[iv])
     """
-    bodies = _one_dof_joints(model, joints)
+    bodies = one_dof_joints(model, joints)
     n = len(bodies)
     kp, kv = _per_actuator(kp, n, "kp"), _per_actuator(kv, n, "kv")
     zero = np.zeros(n)
@@ -203,7 +203,7 @@ def dc_motors(model: Model, joints: Sequence[str] | None = None, *, torque_const
     At stall ``f = K_t V / R``; the no-load speed is ``l̇ = V / K_e``.  ``back_emf`` ``K_e``
     defaults to ``K_t`` (SI units).
     """
-    bodies = _one_dof_joints(model, joints)
+    bodies = one_dof_joints(model, joints)
     n = len(bodies)
     kt, r = _per_actuator(torque_constant, n, "torque_constant"), _per_actuator(resistance, n, "resistance")
     ke = kt if back_emf is None else _per_actuator(back_emf, n, "back_emf")

@@ -115,8 +115,9 @@ def _penetration(x, bound, sign):
     return jnp.where(finite, sign * (x - jnp.where(finite, bound, 0.0)), -1.0)
 
 
-def _limit(x, v, bound, sign, params: JointForces):
-    """One side's limit torque and its slopes; ``sign = +1`` upper, ``−1`` lower."""
+def limit_force(x, v, bound, sign, params: JointForces):
+    """One side's limit force at coordinate ``x``, rate ``v`` and bound ``bound`` (module
+    docstring's law) and its slopes ``(τ, −∂τ/∂x, −∂τ/∂v)``; ``sign = +1`` upper, ``−1`` lower."""
     e = _penetration(x, bound, sign)
     k, d, w = params.limit_stiffness, params.limit_damping, params.limit_onset
     pen, ramp, gate = _onset(e, w)
@@ -134,7 +135,7 @@ def _limit(x, v, bound, sign, params: JointForces):
     return tau, stiffness, damping
 
 
-def _may_be_nonzero(x) -> bool:
+def may_be_nonzero(x) -> bool:
     """False only for a parameter known at trace time to be all zero (its term is then skipped)."""
     value = concrete_array(x)
     return value is None or bool(np.any(value != 0))
@@ -164,23 +165,23 @@ def joint_forces(model: Model, params: JointForces, q: jax.Array, v: jax.Array) 
     force = jnp.zeros(model.nv, dtype)
     stiffness = jnp.zeros(model.nv, dtype)
     damping = jnp.zeros(model.nv, dtype)
-    if params.springs and _may_be_nonzero(model.stiffness):
+    if params.springs and may_be_nonzero(model.stiffness):
         k = model.stiffness.astype(dtype)
         force = force - k * difference(model, model.spring_reference.astype(dtype), q)
         stiffness = stiffness + k
-    if params.friction and _may_be_nonzero(model.friction):
+    if params.friction and may_be_nonzero(model.friction):
         bound = model.friction.astype(dtype)
         speed = jnp.sqrt(v * v + params.friction_velocity ** 2)
         force = force - bound * v / speed
         damping = damping + bound / speed
-    if params.gravcomp and _may_be_nonzero(model.gravcomp):
+    if params.gravcomp and may_be_nonzero(model.gravcomp):
         force = force + gravity_compensation(model, q)
     qi, vi = _hinge_indices(model)
     limit = (jnp.zeros(model.nv, dtype),) * 3
     if params.limits and len(qi):
         x, xd = q[qi], v[vi]
-        upper = _limit(x, xd, model.upper_limit.astype(dtype)[qi], 1.0, params)
-        lower = _limit(x, xd, model.lower_limit.astype(dtype)[qi], -1.0, params)
+        upper = limit_force(x, xd, model.upper_limit.astype(dtype)[qi], 1.0, params)
+        lower = limit_force(x, xd, model.lower_limit.astype(dtype)[qi], -1.0, params)
         limit = tuple(spread_sum(a + b, vi, model.nv) for a, b in zip(upper, lower, strict=True))
     return JointTerms(force + limit[0], stiffness + limit[1], damping + limit[2], limit)
 
@@ -220,5 +221,5 @@ def joint_potential_energy(model: Model, params: JointForces, q: jax.Array) -> j
     return energy
 
 
-__all__ = ["JointForces", "JointTerms", "gravity_compensation", "joint_forces", "joint_potential_energy",
-           "velocity_bounds", "velocity_limit_force"]
+__all__ = ["JointForces", "JointTerms", "gravity_compensation", "joint_forces", "joint_potential_energy", "limit_force",
+           "may_be_nonzero", "velocity_bounds", "velocity_limit_force"]

@@ -28,8 +28,8 @@ from sodyn.algorithms.kinematics import forward_kinematics
 from sodyn.configuration import integrate
 from sodyn.model import Model
 from sodyn.model_data import Actuators
-from sodyn.simulate.actuator_builders import _one_dof_joints, pd_servos, servo_control, servo_indices
-from sodyn.simulate.monte_carlo import _floating_roots
+from sodyn.simulate.actuator_builders import one_dof_joints, pd_servos, servo_control, servo_indices
+from sodyn.simulate.initial_states import floating_roots
 
 #: Contacts within this distance of the lowest one support the pose (m).
 SUPPORT_DEPTH = 5e-3
@@ -83,7 +83,7 @@ def servo_gains(model: Model, q, *, frequency: float = 10.0, damping_ratio: floa
     if not frequency > 0 or not damping_ratio >= 0:
         raise ValueError(f"frequency must be positive and damping_ratio non-negative, got {frequency!r}, "
                          f"{damping_ratio!r}")
-    bodies = _one_dof_joints(model, joints)
+    bodies = one_dof_joints(model, joints)
     dofs = [int(model.topology.v_start[k]) for k in bodies]
     derivatives = _pose_derivatives(model, jnp.asarray(q, model.mass.dtype))
     omega, origin = _unit_twists(model, derivatives, dofs)
@@ -140,7 +140,7 @@ def static_equilibrium(model: Model, q, support: tuple[np.ndarray, np.ndarray] |
     :func:`support_points`), used only by a floating base."""
     q = jnp.asarray(q, model.mass.dtype)
     g = np.asarray(jax.jit(gravity_forces)(model, q), dtype=np.float64)
-    free = _floating_roots(model)
+    free = floating_roots(model)
     if not free:
         return g, np.zeros((0, 3))
     base = np.zeros(model.nv, bool)
@@ -166,7 +166,7 @@ def on_the_ground(model: Model, q, depth: float = 5e-4) -> np.ndarray:
     """``q`` with each root free joint moved vertically so that the lowest contact with a world
     geom is ``depth`` deep (the pose unchanged otherwise); ``q`` for a fixed base."""
     q = np.array(q, dtype=np.float64)
-    free = _floating_roots(model)
+    free = floating_roots(model)
     if not free:
         return q
     found = _ground_contacts(model, q)
@@ -184,7 +184,7 @@ def hold_pose(model: Model, q, *, frequency: float = 10.0, damping_ratio: float 
     """:func:`~sodyn.simulate.pd_servos` on every one-dof joint with :func:`servo_gains`, and
     the constant control holding pose ``q`` with the :func:`static_feedforward` (zero without
     ``feedforward``)."""
-    support = support_points(model, q) if _floating_roots(model) else (np.zeros(0, int), np.zeros((0, 3)))
+    support = support_points(model, q) if floating_roots(model) else (np.zeros(0, int), np.zeros((0, 3)))
     kp, kv = servo_gains(model, q, frequency=frequency, damping_ratio=damping_ratio, support=tuple(support[0]))
     servos = pd_servos(model, kp=kp, kv=kv)
     iq, iv = servo_indices(model, servos)

@@ -2,7 +2,9 @@
 from a step's keyword arguments and the model's own data), the force terms at a state
 (:func:`step_terms`), and the :class:`StepForces` a step returns, sensor readings included.
 
-Besides actuators, joint forces and contact, a step applies the model's fluid forces
+Besides actuators, joint forces (with the passive forces of the model's fixed tendons,
+:mod:`sodyn.simulate.tendons`: in ``joint``, their limits in ``limit``) and contact, a step
+applies the model's fluid forces
 (:class:`~sodyn.simulate.fluid.Fluid`, body wrenches at the start of the step, held over it)
 and enforces its loop closures (:class:`~sodyn.LoopClosures`, e.g. an MJCF file's equality
 constraints); it reads the sensors (:class:`~sodyn.sensors.Sensors`) at the step's start state
@@ -31,6 +33,7 @@ from sodyn.simulate.fluid import Fluid, fluid_wrenches
 from sodyn.simulate.joint_forces import JointForces, JointTerms, joint_forces
 from sodyn.simulate.rigid_contact import RigidContact
 from sodyn.simulate.state import State
+from sodyn.simulate.tendons import with_tendon_forces
 
 
 class StepForces(NamedTuple):
@@ -41,7 +44,7 @@ class StepForces(NamedTuple):
     (``None`` without contact): the force the step applied (``"implicit"``: the law linearized
     at the end of the step; explicit integrators: at the start; rigid contact: the impulse over
     ``dt``), the loop closures' joint-space force ``G_c* λ`` ``(nv,)`` (``None`` without them),
-    the joint-limit share of ``joint`` as ``limit`` ``(nv,)``, and the ``sensors``' readings
+    the joint- and tendon-limit share of ``joint`` as ``limit`` ``(nv,)``, and the ``sensors``' readings
     ``(total_dim,)`` (``None`` without sensors; module docstring)."""
 
     actuator: jax.Array
@@ -142,7 +145,7 @@ def step_terms(model: Model, forces: Forces, q, v, control, f_ext, dt, activatio
     """Actuator, joint, fluid and contact terms at ``(q, v)`` and ``activation``; contact
     linearized when ``dt`` is given (``step_dt``: the step, for ``act_early`` actuators)."""
     act = actuator_forces(model, forces.actuators, q, v, control, activation, step_dt if dt is None else dt)
-    joint = joint_forces(model, forces.joint, q, v)
+    joint = with_tendon_forces(model, forces.joint, joint_forces(model, forces.joint, q, v), q, v)
     if forces.fluid is not None:
         fluid = fluid_wrenches(model, forces.fluid, q, v)
         f_ext = fluid if f_ext is None else f_ext + fluid

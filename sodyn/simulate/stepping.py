@@ -68,7 +68,6 @@ step is corrected in the next); ``"rk4"`` uses the continuous Baumgarte gains of
 from __future__ import annotations
 
 import dataclasses
-import functools
 
 import equinox as eqx
 import jax
@@ -81,7 +80,6 @@ from sodyn.configuration import chart_rate, integrate
 from sodyn.constraints import LoopClosures
 from sodyn.model import Model
 from sodyn.model_data import Actuators
-from sodyn.runtime.batching import chunked_when_vmapped
 from sodyn.simulate.checks import (
     StateWatch,
     check_checks_option,
@@ -269,12 +267,8 @@ def advance(model: Model, forces: Forces, state: State, control, f_ext, dt, inte
     quantities (:data:`~sodyn.algorithms.articulated.FACTORS`), and recomputes kinematics and
     force laws there.  A scan of steps (:func:`~sodyn.simulate.rollout`, or a ``lax.scan`` of
     :func:`step`) then stores a few arrays per step rather than each of a step's many small
-    intermediates, which costs more time to write and read than recomputing them.
-
-    A large ``jax.vmap`` of it on the CPU runs in cache-sized chunks
-    (:func:`~sodyn.runtime.batching.chunked_when_vmapped`): a step's per-slot contact terms and
-    per-level recursions, over a whole batch of thousands, leave the caches."""
-    return _chunked_advance(integrator, substeps)(model, forces, state, control, f_ext, dt)
+    intermediates, which costs more time to write and read than recomputing them."""
+    return _rematerialised_advance(model, forces, state, control, f_ext, dt, integrator, substeps)
 
 
 def _advance(model: Model, forces: Forces, state: State, control, f_ext, dt, integrator: str,
@@ -304,16 +298,6 @@ def _advance(model: Model, forces: Forces, state: State, control, f_ext, dt, int
 
 _rematerialised_advance = jax.checkpoint(_advance, static_argnums=(6, 7), prevent_cse=False,
                                          policy=jax.checkpoint_policies.save_only_these_names(FACTORS))
-
-
-@functools.cache
-def _chunked_advance(integrator: str, substeps: int):
-    """:func:`advance` for one static ``(integrator, substeps)``, chunked under a large CPU ``vmap``."""
-
-    def advance_with(model, forces, state, control, f_ext, dt):
-        return _rematerialised_advance(model, forces, state, control, f_ext, dt, integrator, substeps)
-
-    return chunked_when_vmapped(advance_with)
 
 
 def check_step_options(integrator: str, substeps) -> None:

@@ -30,10 +30,10 @@ from sodyn.viewer.interactive import InteractiveScene, interactive_scene, show
 from sodyn.viewer.raster import Style
 from sodyn.viewer.sticks import (
     MAX_FRAMES,
-    _mpl,  # noqa: F401 - matplotlib's classes, for callers of the old module
     animate,
     draw_pose,
     frame_indices,
+    matplotlib_classes,  # noqa: F401 - matplotlib's classes, for callers of the old module
     new_axes,
 )
 

@@ -25,7 +25,15 @@ import numpy as np
 
 from sodyn.viewer.camera import Camera, fit
 from sodyn.viewer.geometry import DEFAULT_MAX_TRIANGLES, body_poses
-from sodyn.viewer.images import _frame, _size, arrow_scale, check_configurations, corner_points, ground_plane, scene_for
+from sodyn.viewer.images import (
+    arrow_scale,
+    check_configurations,
+    checked_size,
+    corner_points,
+    draw_frame,
+    ground_plane,
+    scene_for,
+)
 from sodyn.viewer.raster import Canvas, Style
 from sodyn.viewer.sticks import animation_frames
 
@@ -54,7 +62,7 @@ def render_frames(model_or_scene, qs, *, visuals=None, dt: float | None = None, 
     idx = animation_frames(len(qs), fps=fps, dt=dt, realtime=realtime, max_frames=max_frames)
     body_r, body_p = body_poses(scene.model, qs[idx])
     pts = corner_points(scene, body_r, body_p)
-    view = fit(camera, pts, _size(size))
+    view = fit(camera, pts, checked_size(size))
     plane = ground_plane(scene, ground, pts)
     arrows, scale = None, 0.0
     if forces is not None:
@@ -69,7 +77,7 @@ def render_frames(model_or_scene, qs, *, visuals=None, dt: float | None = None, 
     def frames() -> Iterator[np.ndarray]:
         for j, i in enumerate(idx):
             label = f"t = {i * dt:.3f} s" if dt is not None else f"sample {i}"
-            _frame(canvas, scene, view, j, body_r[j], body_p[j], plane, shadows,
+            draw_frame(canvas, scene, view, j, body_r[j], body_p[j], plane, shadows,
                    None if arrows is None else (arrows[0][j], arrows[1][j]), scale,
                    label if title is None else f"{title}    {label}")
             yield canvas.image()

@@ -165,25 +165,25 @@ def render(model_or_scene, q, *, visuals=None, camera: Camera | None = None, siz
     q = check_configurations(scene.model, q, "q", 1)
     body_r, body_p = body_poses(scene.model, q[None])
     pts = corner_points(scene, body_r, body_p)
-    view = fit(camera, pts, _size(size))
+    view = fit(camera, pts, checked_size(size))
     plane = ground_plane(scene, ground, pts)
     canvas = Canvas(view.size, style)
     arrows = None
     if forces is not None:
         arrows = (np.asarray(forces[0], np.float64).reshape(-1, 3), np.asarray(forces[1], np.float64).reshape(-1, 3))
-    _frame(canvas, scene, view, 0, body_r[0], body_p[0], plane, shadows, arrows,
+    draw_frame(canvas, scene, view, 0, body_r[0], body_p[0], plane, shadows, arrows,
            arrow_scale(arrows, pts, force_scale) if arrows is not None else 0.0, title)
     return canvas.image()
 
 
-def _size(size) -> tuple[int, int]:
+def checked_size(size) -> tuple[int, int]:
     w, h = (int(s) for s in size)
     if w < 16 or h < 16:
         raise ValueError(f"size must be at least 16 x 16 pixels, got {size!r}")
     return w, h
 
 
-def _frame(canvas: Canvas, scene: Scene, view: View, i: int, body_r, body_p, plane, shadows: bool, arrows,
+def draw_frame(canvas: Canvas, scene: Scene, view: View, i: int, body_r, body_p, plane, shadows: bool, arrows,
            scale: float, title, rgba_scale=None) -> None:
     """Put one frame on ``canvas`` (ground, shadow, robot, arrows, title)."""
     canvas.clear()
@@ -221,17 +221,17 @@ def render_samples(model_or_scene, qs, *, visuals=None, mode: str = "overlay", h
     if mode == "tile":
         cols = math.ceil(math.sqrt(n))
         rows = math.ceil(n / cols)
-        tw, th = _size(tile_size)
+        tw, th = checked_size(tile_size)
         view = fit(dataclasses.replace(camera, follow=True), pts, (tw, th))
         canvas = Canvas((tw, th), style)
         out = np.full((rows * th, cols * tw, 4), 255, np.uint8)
         out[..., :3] = (np.asarray(style.background[:3]) * 255).astype(np.uint8)
         for s in range(n):
-            _frame(canvas, scene, view, s, body_r[s], body_p[s], plane, True, None, 0.0, f"sample {s}")
+            draw_frame(canvas, scene, view, s, body_r[s], body_p[s], plane, True, None, 0.0, f"sample {s}")
             r, c = divmod(s, cols)
             out[r * th:(r + 1) * th, c * tw:(c + 1) * tw] = canvas.image()
         return out
-    view = fit(dataclasses.replace(camera, follow=False), pts.reshape(1, -1, 3), _size(size))
+    view = fit(dataclasses.replace(camera, follow=False), pts.reshape(1, -1, 3), checked_size(size))
     canvas = Canvas(view.size, style)
     canvas.clear()
     if plane is not None:

@@ -30,7 +30,7 @@ MAX_FRAMES = 60
 _ZERO_LENGTH = 1e-9
 
 
-def _mpl():
+def matplotlib_classes():
     """matplotlib's ``Figure``, Agg canvas and ``PillowWriter``, or a clear ``ImportError``."""
     try:
         from matplotlib.animation import PillowWriter
@@ -44,7 +44,7 @@ def _mpl():
 
 def new_axes(figsize: tuple[float, float] = (5.0, 5.0), dpi: int = 100):
     """A 3D ``Axes`` on a new figure with an Agg canvas (no pyplot, no display)."""
-    Figure, FigureCanvasAgg, _ = _mpl()
+    Figure, FigureCanvasAgg, _ = matplotlib_classes()
     fig = Figure(figsize=figsize, dpi=dpi)
     FigureCanvasAgg(fig)
     return fig.add_subplot(projection="3d")
@@ -228,7 +228,7 @@ def animate(model: Model, qs, path: str, *, fps: int = 30, dt: float | None = No
     """
     qs = _check_qs(model, qs, "qs")
     idx = animation_frames(qs.shape[0], fps=fps, dt=dt, realtime=realtime, max_frames=max_frames)
-    _, _, PillowWriter = _mpl()
+    _, _, PillowWriter = matplotlib_classes()
     body_r, body_p, frame_p = _poses(model, qs[idx])
     plane = _plane(contact)
     points = [body_p.reshape(-1, 3), frame_p.reshape(-1, 3), np.zeros((1, 3))]
