@@ -161,4 +161,3 @@ __all__ = [
     # Monte Carlo stores (sodyn.simulate.store)
     "StoreMismatchError",
 ]
-
