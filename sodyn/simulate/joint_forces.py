@@ -92,7 +92,7 @@ class JointTerms(NamedTuple):
     limit: tuple[jax.Array, jax.Array, jax.Array]
 
 
-def _hinge_indices(model: Model) -> tuple[np.ndarray, np.ndarray]:
+def hinge_indices(model: Model) -> tuple[np.ndarray, np.ndarray]:
     """Static ``q`` and ``v`` indices of the hinge dofs (the joints that have limits)."""
     topo = model.topology
     hinges = [k for k, t in enumerate(topo.joint_type) if KERNEL_OF.get(t) == "hinge"]
@@ -135,6 +135,13 @@ def limit_force(x, v, bound, sign, params: JointForces):
     return tau, stiffness, damping
 
 
+def friction_loss(bound: jax.Array, rate: jax.Array, eps) -> tuple[jax.Array, jax.Array]:
+    """Regularized Coulomb friction with bound ``F`` at rate ``ẋ`` (module docstring):
+    ``−F ẋ / sqrt(ẋ² + ε²)`` and its secant damping ``F / sqrt(ẋ² + ε²)``."""
+    speed = jnp.sqrt(rate * rate + eps ** 2)
+    return -bound * rate / speed, bound / speed
+
+
 def may_be_nonzero(x) -> bool:
     """False only for a parameter known at trace time to be all zero (its term is then skipped)."""
     value = concrete_array(x)
@@ -170,13 +177,11 @@ def joint_forces(model: Model, params: JointForces, q: jax.Array, v: jax.Array) 
         force = force - k * difference(model, model.spring_reference.astype(dtype), q)
         stiffness = stiffness + k
     if params.friction and may_be_nonzero(model.friction):
-        bound = model.friction.astype(dtype)
-        speed = jnp.sqrt(v * v + params.friction_velocity ** 2)
-        force = force - bound * v / speed
-        damping = damping + bound / speed
+        f, c = friction_loss(model.friction.astype(dtype), v, params.friction_velocity)
+        force, damping = force + f, damping + c
     if params.gravcomp and may_be_nonzero(model.gravcomp):
         force = force + gravity_compensation(model, q)
-    qi, vi = _hinge_indices(model)
+    qi, vi = hinge_indices(model)
     limit = (jnp.zeros(model.nv, dtype),) * 3
     if params.limits and len(qi):
         x, xd = q[qi], v[vi]
@@ -209,7 +214,7 @@ def joint_potential_energy(model: Model, params: JointForces, q: jax.Array) -> j
     if params.springs:
         d = difference(model, model.spring_reference.astype(dtype), q)
         energy = energy + 0.5 * jnp.sum(model.stiffness.astype(dtype) * d * d)
-    qi, _ = _hinge_indices(model)
+    qi, _ = hinge_indices(model)
     if params.limits and len(qi):
         w = params.limit_onset
         for bound, sign in ((model.upper_limit, 1.0), (model.lower_limit, -1.0)):
@@ -221,5 +226,6 @@ def joint_potential_energy(model: Model, params: JointForces, q: jax.Array) -> j
     return energy
 
 
-__all__ = ["JointForces", "JointTerms", "gravity_compensation", "joint_forces", "joint_potential_energy", "limit_force",
-           "may_be_nonzero", "velocity_bounds", "velocity_limit_force"]
+__all__ = ["JointForces", "JointTerms", "friction_loss", "gravity_compensation", "hinge_indices",
+           "joint_forces", "joint_potential_energy", "limit_force", "may_be_nonzero", "velocity_bounds",
+           "velocity_limit_force"]

@@ -40,7 +40,14 @@ import numpy as np
 
 from sodyn.joints import KERNEL_OF
 from sodyn.model import Model
-from sodyn.simulate.joint_forces import JointForces, JointTerms, limit_force, may_be_nonzero
+from sodyn.simulate.joint_forces import (
+    JointForces,
+    JointTerms,
+    friction_loss,
+    hinge_indices,
+    limit_force,
+    may_be_nonzero,
+)
 from sodyn.static_index import spread_sum, take
 
 
@@ -110,9 +117,8 @@ class Tendons(eqx.Module):
                                      "a fixed tendon takes hinge and slide joints")
                 coef[t, int(topo.v_start[k])] += float(c)
         q_of_v = -np.ones(model.nv, np.int64)
-        for k, t in enumerate(topo.joint_type):
-            if KERNEL_OF.get(t) == "hinge":
-                q_of_v[int(topo.v_start[k])] = int(topo.q_start[k])
+        hinge_q, hinge_v = hinge_indices(model)
+        q_of_v[hinge_v] = hinge_q
         dtype = model.mass.dtype
 
         def per(x, width=None):
@@ -173,8 +179,8 @@ def tendon_forces(model: Model, params: JointForces, q: jax.Array, v: jax.Array)
     if may_be_nonzero(t.damping):
         f, c = f - t.damping * rate, c + t.damping
     if params.friction and may_be_nonzero(t.frictionloss):
-        speed = jnp.sqrt(rate * rate + params.friction_velocity ** 2)
-        f, c = f - t.frictionloss * rate / speed, c + t.frictionloss / speed
+        ff, fc = friction_loss(t.frictionloss, rate, params.friction_velocity)
+        f, c = f + ff, c + fc
     coef = t.coef
     square = coef * coef
     limit = (jnp.zeros(model.nv, dtype),) * 3
