@@ -95,7 +95,9 @@ from sodyn.io.mjcf import EqualityConstraints, load_mjcf
 from sodyn.io.robot_data import ExampleRobot, example_robot, example_robots
 from sodyn.io.urdf import load_urdf
 from sodyn.joints import JointSpec
-from sodyn.model import Actuators, Geoms, Keyframes, Model, ModelBuilder
+from sodyn.model import Model
+from sodyn.model_builder import ModelBuilder
+from sodyn.model_data import Actuators, Geoms, Keyframes
 from sodyn.reduce import lock_joints
 from sodyn.runtime import batch, jit, use_cpu_cores
 from sodyn.simulate import (

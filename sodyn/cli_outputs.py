@@ -1,5 +1,6 @@
 """The files ``sodyn simulate`` writes (``--out``, ``--plot``, ``--gif``): the checks made before
-the run, atomic writes, and the folder that keeps an ``--out`` run's finished chunks.
+the run, atomic writes, and the folder that keeps an ``--out`` run's finished chunks; and
+printing that outlives a closed stdout pipe (:func:`say`, :func:`quiet_stdout`).
 
 * Before the run (exit status 2 on a problem, nothing simulated): each file's name and folder,
   that the folder takes a new file, and that an existing file is only replaced with ``--force``;
@@ -13,6 +14,7 @@ the run, atomic writes, and the folder that keeps an ``--out`` run's finished ch
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from collections.abc import Callable
 
@@ -113,4 +115,25 @@ def save_npz(args, model, result, rule: str, path: str) -> None:
     np.savez_compressed(path, **data)
 
 
-__all__ = ["PARTS_SUFFIX", "CliError", "WriteError", "check_parts", "check_writable", "save_npz", "write"]
+
+def say(text: str = "") -> None:
+    """``print`` to stdout that outlives a closed pipe (``sodyn simulate | head -3`` still writes
+    its ``--out``, ``--plot`` and ``--gif`` files)."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        quiet_stdout()
+
+
+def quiet_stdout() -> None:
+    """After a closed pipe (``sodyn info | head -1``): send the rest of stdout to /dev/null so the
+    interpreter's final flush does not complain."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout without a file descriptor (e.g. captured)
+        pass
+
+
+__all__ = ["PARTS_SUFFIX", "CliError", "WriteError", "check_parts", "check_writable", "quiet_stdout", "save_npz",
+           "say", "write"]

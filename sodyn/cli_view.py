@@ -34,17 +34,17 @@ def resolve(spec: str, floating_base: bool):
     """``(model, visuals source or None)`` of a built-in name, a URDF/MJCF path or an
     example-robot-data name; problems as :class:`CliError`."""
     import sodyn as sd
-    from sodyn import cli, models
+    from sodyn import cli_models, models
 
-    if spec in cli.BUILTINS:
+    if spec in cli_models.BUILTINS:
         return getattr(models, spec)(), None
     if spec.endswith((".urdf", ".xml")):
-        return cli._load(spec, floating_base), spec
+        return cli_models.load_model(spec, floating_base), spec
     try:
         robot = sd.example_robot(spec)
     except (ValueError, FileNotFoundError) as e:
-        raise CliError(f"unknown model {spec!r}: not a built-in ({', '.join(cli.BUILTINS)}), a .urdf or .xml file, "
-                       f"or an example-robot-data robot ({' '.join(str(e).split())})") from None
+        raise CliError(f"unknown model {spec!r}: not a built-in ({', '.join(cli_models.BUILTINS)}), a .urdf or .xml "
+                       f"file, or an example-robot-data robot ({' '.join(str(e).split())})") from None
     return robot.load(floating_base=floating_base), robot
 
 

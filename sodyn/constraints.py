@@ -254,7 +254,10 @@ class LoopClosures(eqx.Module):
         equalities (polynomial couplings of two joint coordinates) become ``"joint"`` couplings
         (:meth:`joint_coupling`, reference values ``qpos0``) with ``joint="convert"`` (default);
         ``joint="skip"`` leaves them out with a warning and ``joint="raise"`` raises
-        ``NotImplementedError`` (the behaviour before couplings were supported).  Hard closures
+        ``NotImplementedError`` (the behaviour before couplings were supported).  ``tendon``
+        equalities become ``"tendon"`` couplings (:meth:`tendon_coupling` of ``model.tendons``,
+        reference lengths at ``model.q_neutral``, MuJoCo's ``tendon_length0``), placed after all
+        the other closures (the order of ``Model.closures`` of a loaded model).  Hard closures
         ignore MuJoCo's ``solref``/``solimp`` softness and ``torquescale`` weighting.
         Equalities disabled in the file are left out (``inactive="skip"``) or kept (``"keep"``).
         """
@@ -262,10 +265,18 @@ class LoopClosures(eqx.Module):
             raise ValueError(f"joint must be 'convert', 'raise' or 'skip', got {joint!r}")
         if inactive not in ("skip", "keep"):
             raise ValueError(f"inactive must be 'skip' or 'keep', got {inactive!r}")
-        parts = []
+        parts, tendon_parts = [], []
         for i, kind in enumerate(equality.kind):
             name = equality.names[i]
             if not equality.active[i] and inactive == "skip":
+                continue
+            if kind == "tendon":
+                if model.tendons is None:
+                    raise ValueError(f"equality {name!r} couples tendons, but the model has none (Model.tendons "
+                                     "is None)")
+                t2 = equality.tendon2[i]
+                tendon_parts.append(cls.tendon_coupling(model, equality.tendon1[i], None if t2 < 0 else t2,
+                                                        equality.polycoef[i], name=name))
                 continue
             if kind == "joint" and joint == "convert":
                 j1, j2 = _joint_at_q(model, equality.joint1[i], name), _joint_at_q(model, equality.joint2[i], name)
@@ -286,9 +297,9 @@ class LoopClosures(eqx.Module):
                 parts.append(cls.point(model, f1, f2, anchor1=a1, anchor2=a2, name=name))
             else:
                 raise ValueError(f"equality {name!r}: unknown kind {kind!r}")
-        if not parts:
-            raise ValueError("the equality constraints contain no active connect, weld or joint element")
-        return cls.concatenate(*parts)
+        if not parts + tendon_parts:
+            raise ValueError("the equality constraints contain no active connect, weld, joint or tendon element")
+        return cls.concatenate(*parts, *tendon_parts)
 
     @classmethod
     def _one(cls, kind, f1, f2, a1, a2, rel, d, name, model) -> LoopClosures:

@@ -17,7 +17,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from sodyn.joints import JointSpec
-from sodyn.model import WORLD, Model, ModelBuilder
+from sodyn.model import WORLD, Model
+from sodyn.model_builder import ModelBuilder
 from sodyn.rotations import axis_angle_to_matrix, quat_to_matrix
 
 
@@ -62,7 +63,7 @@ def lock_joints(model: Model, joints: Sequence[str | int], q=None) -> Model:
     q = np.asarray(model.q_neutral if q is None else q, dtype=np.float64)
     if q.shape != (model.nq,):
         raise ValueError(f"q must have shape ({model.nq},), got {q.shape}")
-    locked = {model._joint_index(j) for j in joints}
+    locked = {model.joint_index(j) for j in joints}
     if len(locked) == model.n_bodies:
         raise ValueError("cannot lock every joint: the reduced model would have no movable joint")
     arrays = {k: np.asarray(getattr(model, k)) for k in (

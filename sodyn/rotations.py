@@ -33,3 +33,17 @@ def rpy_to_matrix(rpy) -> np.ndarray:
         [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
         [-sp, cp * sr, cp * cr],
     ])
+
+
+def as_rotation(rotation, where: str) -> np.ndarray:
+    """``rotation`` (a 3×3 matrix, a ``[w, x, y, z]`` quaternion, or ``None`` for the identity) as
+    a rotation matrix ``R``; a ``ValueError`` naming ``where`` unless ``R`` is finite and proper
+    (``‖R Rᵀ − 𝟙‖_max ≤ 1e-6`` and ``det R ≥ 0``)."""
+    r = np.asarray(rotation if rotation is not None else np.eye(3), dtype=np.float64)
+    if r.shape == (4,):  # quaternion wxyz
+        r = quat_to_matrix(r)
+    if r.shape != (3, 3) or not np.all(np.isfinite(r)):
+        raise ValueError(f"{where}: rotation must be a finite 3x3 matrix or a wxyz quaternion, got {rotation!r}")
+    if np.max(np.abs(r @ r.T - np.eye(3))) > 1e-6 or np.linalg.det(r) < 0:
+        raise ValueError(f"{where}: rotation is not a proper orthonormal matrix")
+    return r

@@ -11,11 +11,19 @@
   ``SODYN_TEST_XLA_DEFAULTS=1`` runs the suite with XLA's defaults; flags already in
   ``XLA_FLAGS`` are kept.  (sodyn itself sets no flag: ``tests/test_batching.py`` checks that
   ``import sodyn`` leaves JAX and XLA as it found them.)
+* Compiled programs are kept in JAX's persistent compilation cache under ``.pytest_cache/xla``
+  (``SODYN_TEST_COMPILE_CACHE``: another folder; ``0``: none), one folder per ``pytest-xdist``
+  worker (JAX writes an entry without a lock unless it also evicts, and eviction rescans the
+  folder at every write), so a program that several tests compile (the same function of the
+  same model or the same eager operation, in different test files, or again in the ``slow`` run
+  that follows) is compiled once per worker.  The cache key holds the program, the compile
+  options and the JAX version, so a stale entry is never used.
 * ``-m fast`` selects the short subset that the second CI leg (newest JAX) and the GPU machine
   run: identities, oracle comparisons, gradients and compile size.
 """
 
 import os
+from pathlib import Path
 
 import jax
 
@@ -31,3 +39,9 @@ if not os.environ.get("SODYN_TEST_XLA_DEFAULTS"):
     os.environ["XLA_FLAGS"] = " ".join([_given, *_added]).strip()
 
 jax.config.update("jax_enable_x64", True)
+
+_cache = os.environ.get("SODYN_TEST_COMPILE_CACHE", str(Path(__file__).resolve().parents[1] / ".pytest_cache" / "xla"))
+if _cache != "0":   # a folder per worker: JAX writes its entries without a lock unless it evicts
+    jax.config.update("jax_compilation_cache_dir", str(Path(_cache) / os.environ.get("PYTEST_XDIST_WORKER", "main")))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)

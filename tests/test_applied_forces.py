@@ -73,7 +73,7 @@ def test_limit_force_max_bounds_the_limit_force(run):
 def test_velocity_limits_brake_within_the_step_that_would_pass_them():
     """``JointForces(velocity_limits=True)``: a disc at 4.95 rad/s (limit ``W = 5``) under a
     torque that takes it 0.2 rad/s faster each step reaches ``W`` in the first step and never
-    passes it; the recorded force (torque and brake) is what takes it to ``W``, then nearly zero:
+    passes it; the recorded force (torque, brake and clip) is what takes it to ``W``, then nearly zero:
     the brake holds it there against the torque (the brake is linearized about the predicted
     end-of-step velocity; the clip to ``W`` takes the ``τ / d_v`` the damper leaves).  Other
     integrators refuse the option."""
@@ -94,6 +94,48 @@ def test_velocity_limits_brake_within_the_step_that_would_pass_them():
     assert float(free.states.v[0, 0]) == pytest.approx(5.15)
     with pytest.raises(ValueError, match="velocity_limits=True\\) needs integrator='implicit'"):
         sd.rollout(model, start, None, DT, 5, joint_forces=braked, integrator="rk4")
+
+
+def test_the_velocity_clip_is_recorded_as_the_force_of_its_impulse():
+    """The clip of the end-of-step velocity to ``[−W, W]`` is recorded as ``𝓜 Δv / dt``.  On the
+    disc above (``I = 0.02``) driven past ``W = 5``: ``tau`` equals ``I Δv / dt`` at every step
+    (the clip included) and the velocity limits' share ``velocity_limit_force`` is ``I Δv / dt``
+    minus the drive.  On two parallel sliders (``𝓜`` constant and coupled, no velocity products,
+    no gravity along them) with ``W`` on the second and no brake (``d_v = 0``): the step without
+    velocity limits gives the unclipped ``v_s``; with them the recorded share is exactly
+    ``𝓜 (v⁺ − v_s) / dt`` on both dofs, and ``actuator + joint`` is ``𝓜 (v⁺ − v) / dt``."""
+    b = sd.ModelBuilder()
+    b.add_body("disc", None, sd.JointSpec.continuous((0.0, 0.0, 1.0)), mass=1.0,
+               inertia=np.diag([0.01, 0.01, INERTIA]), joint_name="spin", velocity_limit=5.0)
+    disc = b.build(jnp.float64)
+    torque = 0.2 * INERTIA / DT
+    braked = sd.JointForces(velocity_limits=True)
+    traj = sd.rollout(disc, sd.State.initial(disc, v=jnp.array([4.95])), jnp.full((20, 1), torque), DT, 20,
+                      joint_forces=braked)
+    rate = _momentum_rate(traj, 4.95)
+    np.testing.assert_allclose(np.asarray(traj.tau[:, 0]), rate, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(np.asarray(traj.velocity_limit_force[:, 0]), rate - torque, rtol=0, atol=1e-9)
+    assert np.all(np.asarray(traj.states.v) == 5.0) and traj.velocity_limit_force.shape == (20, 1)
+    assert sd.rollout(disc, sd.State.initial(disc), None, DT, 2).velocity_limit_force is None
+
+    b = sd.ModelBuilder()
+    b.add_body("cart", None, sd.JointSpec.prismatic((1.0, 0.0, 0.0)), mass=2.0, joint_name="x1")
+    b.add_body("slider", "cart", sd.JointSpec.prismatic((1.0, 0.0, 0.0)), mass=0.5, joint_name="x2",
+               velocity_limit=1.0)
+    sliders = b.build(jnp.float64)
+    mass = np.asarray(sd.mass_matrix(sliders, sliders.q_neutral))
+    assert mass[0, 1] == pytest.approx(0.5)
+    state = sd.State.initial(sliders, v=jnp.array([0.3, 0.9]))
+    push = jnp.array([1.0, 400.0])                  # takes x2 to 0.9 + 0.8 dt⁻¹ … past W = 1 in one step
+    free, _ = sd.simulate.step_and_forces(sliders, state, push, DT)
+    clipped, rec = sd.simulate.step_and_forces(sliders, state, push, DT,
+                                      joint_forces=sd.JointForces(velocity_limits=True, velocity_limit_damping=0.0))
+    assert float(free.v[1]) > 1.05 and float(clipped.v[1]) == 1.0 and float(clipped.v[0]) == float(free.v[0])
+    np.testing.assert_allclose(rec.velocity_limit, mass @ (np.asarray(clipped.v) - np.asarray(free.v)) / DT,
+                               rtol=1e-12, atol=1e-9)
+    assert abs(float(rec.velocity_limit[0])) > 1.0  # the coupling puts the clip's force on x1 too
+    np.testing.assert_allclose(rec.actuator + rec.joint, mass @ (np.asarray(clipped.v) - np.asarray(state.v)) / DT,
+                               rtol=1e-12, atol=1e-9)
 
 
 @pytest.mark.slow

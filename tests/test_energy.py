@@ -155,3 +155,58 @@ def test_a_stiff_step_warns_once_at_construction_naming_dt_the_stable_step_and_s
         warnings.simplefilter("error", UserWarning)
         warnings.filterwarnings("ignore", category=StiffStepWarning)
         _trace(model, state, 1e-3, contact=stiff)
+
+
+def _arm(joint: str = "", tendon: str = "") -> sd.Model:
+    """Two hinges (``h2`` on the first's link) without limits; ``joint``: attributes of ``h1``,
+    ``tendon``: a ``<tendon>`` block."""
+    return sd.load_mjcf(
+        f'<mujoco><worldbody><body><joint name="h1" axis="0 1 0" {joint}/>'
+        '<geom type="capsule" fromto="0 0 0 0.4 0 0" size="0.03" mass="1"/><body pos="0.4 0 0">'
+        '<joint name="h2" axis="0 1 0"/><geom type="sphere" size="0.05" pos="0.3 0 0" mass="0.5"/></body>'
+        f'</body></worldbody>{tendon}</mujoco>')
+
+
+def test_stable_step_counts_the_tendon_springs_and_dampers():
+    """A fixed tendon's spring ``k`` and damper ``d`` act on dof ``i`` as the diagonal
+    ``k J_i²``, ``d J_i²`` of ``Jᵀ k J``, ``Jᵀ d J``: on one joint with ``coef 1`` the estimate
+    equals that of the same spring and damper placed on the joint; it shrinks as
+    ``sqrt(𝓜_ii / (k J_i²))`` as ``k`` grows; the damper turns an overdamped term's estimate into
+    its spring-back; a tendon on two joints gives the smaller of the two dofs' estimates;
+    ``JointForces(springs=False)`` drops the spring; a position servo on a tendon adds
+    ``k_p gear² J_i²``.  A step above the estimate warns naming the
+    tendon spring, one below does not."""
+    def fixed(k, coefs, d=0.0):
+        joints = "".join(f'<joint joint="h{i + 1}" coef="{c}"/>' for i, c in enumerate(coefs))
+        return f'<tendon><fixed name="t" stiffness="{k}" damping="{d}">{joints}</fixed></tendon>'
+
+    inertia = np.diag(np.asarray(sd.mass_matrix(_arm(), _arm().q_neutral)))
+    assert stable_step(_arm()) == np.inf
+    estimates = []
+    for k in (10.0, 1e3, 1e5):
+        tendon = stable_step(_arm(tendon=fixed(k, [1.0])))
+        assert tendon == stable_step(_arm(joint=f'stiffness="{k}"'))
+        assert tendon == pytest.approx(np.sqrt(inertia[0] / k), rel=1e-12)
+        estimates.append(tendon)
+    assert estimates[0] > estimates[1] > estimates[2]
+    k, d = 1e3, 500.0          # overdamped on h1: ζ = d / (2 sqrt(k 𝓜₁₁)) > 1
+    damped = stable_step(_arm(tendon=fixed(k, [1.0], d)))
+    assert damped == stable_step(_arm(joint=f'stiffness="{k}" damping="{d}"'))
+    assert damped == pytest.approx((d + np.sqrt(d * d - 4 * k * inertia[0])) / (2 * k), rel=1e-12)
+    both = _arm(tendon=fixed(k, [1.0, -3.0]))
+    assert stable_step(both) == pytest.approx(min(np.sqrt(inertia[0] / k), np.sqrt(inertia[1] / (9 * k))), rel=1e-12)
+    assert stable_step(both, joint_forces=JointForces(springs=False)) == np.inf
+    servo = _arm(tendon=fixed(0.0, [2.0]) + '<actuator><position tendon="t" kp="100" gear="1.5"/></actuator>')
+    assert servo.actuators.tendon == (0,)
+    assert stable_step(servo) == pytest.approx(np.sqrt(inertia[0] / (100 * 1.5 ** 2 * 4)), rel=1e-12)
+
+    model = _arm(tendon=fixed(1e5, [1.0]))
+    dt_s = stable_step(model)
+    state = State.initial(model)
+    with pytest.warns(StiffStepWarning, match=r"joint 'h1' \(tendon spring: stiffness 1e\+05") as record:
+        _trace(model, state, 2 * dt_s)
+    assert f"{dt_s:.4g} s" in str(record[0].message)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", StiffStepWarning)
+        _trace(model, state, 0.5 * dt_s)
+        _trace(model, state, 2 * dt_s, substeps=2)

@@ -3,6 +3,7 @@
 site poses, on small models that exercise free and ball joints, joint anchors, reference
 positions, several joints in one body, armature and damping."""
 
+import dataclasses
 import warnings
 
 import jax
@@ -214,6 +215,85 @@ def test_equality_constraints_are_the_models_closures_and_returned():
     np.testing.assert_allclose(eq.anchor1[1], [0.1, 0, 0])
     _, none = load_mjcf(ARM, with_constraints=True)
     assert len(none) == 0
+
+
+TENDON_EQUALITIES = """
+<mujoco>
+  <worldbody>
+    <body name="b1">
+      <joint name="h1" axis="0 1 0"/>
+      <geom type="capsule" fromto="0 0 0 0.4 0 0" size="0.03" mass="1"/>
+      <site name="s0"/>
+      <body name="b2" pos="0.4 0 0">
+        <joint name="h2" axis="0 1 0"/>
+        <joint name="s2" type="slide" axis="1 0 0"/>
+        <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03" mass="0.5"/>
+        <site name="s1" pos="0.3 0 0"/>
+      </body>
+    </body>
+  </worldbody>
+  <tendon>
+    <fixed name="t1"><joint joint="h1" coef="1"/><joint joint="h2" coef="-0.5"/></fixed>
+    <spatial name="rope"><site site="s0"/><site site="s1"/></spatial>
+    <fixed name="t2"><joint joint="s2" coef="2"/><joint joint="h1" coef="0.7"/></fixed>
+    <fixed name="t3"><joint joint="h2" coef="0.3"/></fixed>
+  </tendon>
+  <equality>
+    <tendon name="off" tendon1="t3" tendon2="t1" polycoef="0.2 0.5 0 0 0" active="false"/>
+    <tendon name="pair" tendon1="t3" tendon2="t1" polycoef="0.05 -0.8 0.3 0.1 0.2"/>
+    <joint name="jj" joint1="h2" joint2="h1"/>
+    <tendon name="on_rope" tendon1="rope" tendon2="t1"/>
+    <tendon name="hold" tendon1="t2" polycoef="0.1"/>
+  </equality>
+</mujoco>
+"""
+
+
+def test_tendon_equalities_are_listed_as_in_mujoco():
+    """``<equality><tendon>`` between fixed tendons are rows of :class:`EqualityConstraints`
+    (MuJoCo's ``eq_obj1id``/``eq_obj2id`` as indices into ``model.tendons``, ``eq_data[:5]`` as
+    ``polycoef``, ``eq_active0``), and :meth:`LoopClosures.from_equality` turns the active ones
+    into the model's closures, whose residuals equal MuJoCo's ``efc_pos`` equality rows; one on a
+    spatial tendon is reported as unsupported and left out."""
+    mj = mujoco.MjModel.from_xml_string(TENDON_EQUALITIES)
+    with pytest.warns(sd.UnsupportedElementWarning, match="<equality><tendon name='on_rope'>"):
+        model, eq = load_mjcf(TENDON_EQUALITIES, with_constraints=True)
+    assert model.tendons.names == ("t1", "t2", "t3")
+    assert eq.names == ("off", "pair", "jj", "hold") and eq.kind == ("tendon", "tendon", "joint", "tendon")
+    assert eq.tendon1 == (2, 2, -1, 1) and eq.tendon2 == (0, 0, -1, -1) and eq.active == (False, True, True, True)
+    assert eq.joint1[2] == model.joint_q_slice("h2").start and eq.joint1[:2] == eq.joint2[:2] == (-1, -1)
+    assert eq.frame1 == eq.frame2 == (sd.model.WORLD,) * 4
+    for i, name in enumerate(eq.names):
+        e = mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_EQUALITY, name)
+        assert eq.active[i] == bool(mj.eq_active0[e])
+        np.testing.assert_array_equal(eq.polycoef[i], mj.eq_data[e, :5])
+        if eq.kind[i] == "tendon":
+            t1, t2 = int(mj.eq_obj1id[e]), int(mj.eq_obj2id[e])
+            assert model.tendons.names[eq.tendon1[i]] == mujoco.mj_id2name(mj, mujoco.mjtObj.mjOBJ_TENDON, t1)
+            assert eq.tendon2[i] == -1 if t2 < 0 else (
+                model.tendons.names[eq.tendon2[i]] == mujoco.mj_id2name(mj, mujoco.mjtObj.mjOBJ_TENDON, t2))
+
+    closures = sd.LoopClosures.from_equality(model, eq)
+    assert closures.kind == model.closures.kind == ("joint", "tendon", "tendon")  # tendon couplings last
+    assert closures.names == model.closures.names == ("jj", "pair", "hold")
+    assert closures.tendon1 == (-1, 2, 1) and closures.tendon2 == (-1, 0, -1)
+    np.testing.assert_allclose(closures.reference[1:], [mj.tendon_length0[[3, 0]], [mj.tendon_length0[2], 0.0]],
+                               rtol=0, atol=1e-15)
+    assert sd.LoopClosures.from_equality(model, eq, inactive="keep").names == ("jj", "off", "pair", "hold")
+
+    from sodyn.algorithms.constrained import closure_rows
+
+    mj.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_CONTACT | mujoco.mjtDisableBit.mjDSBL_LIMIT)
+    d = mujoco.MjData(mj)
+    d.qpos[:] = np.random.default_rng(3).uniform(-1, 1, mj.nq)
+    mujoco.mj_forward(mj, d)
+    rows = d.efc_type == mujoco.mjtConstraint.mjCNSTR_EQUALITY
+    want = [d.efc_pos[rows & (d.efc_id == mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_EQUALITY, n))][0]
+            for n in closures.names]
+    residual = closure_rows(model, jnp.asarray(d.qpos), jnp.zeros(model.nv), closures).residual
+    np.testing.assert_allclose(residual, want, rtol=0, atol=1e-12)
+    with pytest.raises(ValueError, match="equality 'pair' couples tendons, but the model has none"):
+        sd.LoopClosures.from_equality(dataclasses.replace(model, tendons=None), eq)
 
 
 OPTIONS = """

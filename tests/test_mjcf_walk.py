@@ -36,7 +36,7 @@ from robots import random_mujoco_state
 
 import sodyn as sd
 from sodyn.io import a_from_mujoco, mass_matrix_from_mujoco, tau_to_mujoco, v_from_mujoco
-from sodyn.simulate.tendons import fixed_tendon_wraps
+from sodyn.simulate.tendons import fixed_tendon_wraps, tendon_lengths
 
 jax.config.update("jax_enable_x64", True)
 mujoco = pytest.importorskip("mujoco")
@@ -353,9 +353,14 @@ def check_equality(model, eq, mj, qpos, out):
             q0 = np.asarray(model.q_neutral)
             x = qpos[j2] - q0[j2] if j2 >= 0 else 0.0
             res = np.array([qpos[j1] - q0[j1] - sum(c[k] * x ** k for k in range(5))])
+        elif eq.kind[i] == "tendon":
+            t1, t2, c = eq.tendon1[i], eq.tendon2[i], np.asarray(eq.polycoef[i])
+            length, length0 = (np.asarray(tendon_lengths(model, x)) for x in (qpos, model.q_neutral))
+            x = length[t2] - length0[t2] if t2 >= 0 else 0.0
+            res = np.array([length[t1] - length0[t1] - sum(c[k] * x ** k for k in range(5))])
         else:
             res = (r1 @ np.asarray(eq.anchor1[i]) + p1) - (r2 @ np.asarray(eq.anchor2[i]) + p2)
-        assert rel_err(res, mine[:3] if eq.kind[i] != "joint" else mine) < TOL, eq.names[i]
+        assert rel_err(res, mine if eq.kind[i] in ("joint", "tendon") else mine[:3]) < TOL, eq.names[i]
         if eq.kind[i] == "weld":
             err = quat_of(r2.T @ r1 @ np.asarray(eq.relative_rotation[i]).T)[1:] * float(eq.torque_scale[i])
             assert min(rel_err(err, mine[3:]), rel_err(-err, mine[3:])) < TOL, eq.names[i]

@@ -21,7 +21,8 @@ import pytest
 import sodyn as sd
 from sodyn.io import a_from_mujoco, tau_from_mujoco, v_from_mujoco
 from sodyn.io.mjcf_sensors import sensors_from_mujoco
-from sodyn.sensors import Sensors, SensorSpec, sensor, sensor_readings
+from sodyn.sensor_readings import sensor_readings
+from sodyn.sensors import Sensors, SensorSpec, sensor
 
 jax.config.update("jax_enable_x64", True)
 mujoco = pytest.importorskip("mujoco")
@@ -206,8 +207,24 @@ def _f_ext(mj, d, model) -> np.ndarray:
     return out
 
 
+def _welded_sensor_bodies(mj) -> np.ndarray:
+    """Bodies without joints that carry a force/torque sensor's site, and their jointless
+    descendants: sodyn's sensors there do not see external wrenches on them."""
+    out = np.zeros(mj.nbody, bool)
+    for i in range(mj.nsensor):
+        if int(mj.sensor_type[i]) in (int(mujoco.mjtSensor.mjSENS_FORCE), int(mujoco.mjtSensor.mjSENS_TORQUE)):
+            b = mj.site_bodyid[mj.sensor_objid[i]]
+            out[b] = mj.body_jntnum[b] == 0
+    for k in range(1, mj.nbody):
+        out[k] |= out[mj.body_parentid[k]] and mj.body_jntnum[k] == 0
+    return out
+
+
 def _compare_with_mujoco(source: str, n_states: int, seed: int, xfrc: bool) -> dict[str, np.ndarray]:
+    """sodyn's readings (``jit`` of ``vmap``) equal MuJoCo's ``sensordata`` to 1e-9 at random
+    states; ``xfrc``: random ``xfrc_applied`` on every body but those of :func:`_welded_sensor_bodies`."""
     mj, model, sensors, _ = _loaded(source)
+    no_xfrc = _welded_sensor_bodies(mj)
     d = mujoco.MjData(mj)
     rng = np.random.default_rng(seed)
     cols = {k: [] for k in ("q", "qvel", "qacc", "af", "qfrc", "fext", "t", "data")}
@@ -219,6 +236,7 @@ def _compare_with_mujoco(source: str, n_states: int, seed: int, xfrc: bool) -> d
         d.time = rng.uniform(0, 10)
         if xfrc:
             d.xfrc_applied[1:] = rng.normal(size=(mj.nbody - 1, 6))
+            d.xfrc_applied[no_xfrc] = 0.0
         mujoco.mj_forward(mj, d)
         for k, x in zip(cols, (d.qpos, d.qvel, d.qacc, d.actuator_force, d.qfrc_actuator, _f_ext(mj, d, model),
                                d.time, d.sensordata)):
@@ -252,11 +270,112 @@ def test_every_supported_kind_matches_mujoco_sensordata():
     # both quaternion signs occurred, so MuJoCo's sign convention was checked, not only the rotation
     assert (readings["quat_s2"][:, 0] < 0).any() and (readings["quat_s2"][:, 0] > 0).any()
     assert (np.abs(readings["gyro_s3"]) == 0.5).any()  # the cutoff clipped some readings
+    assert sensors.welded_children[sensors.names.index("f_tip")] == ()  # on 'tool', welded to l2: modelled
     assert unsupported == [
-        "<sensor name='f_tip' type='force'> (its site is on body 'tool', which has no joint and is merged into "
-        "its parent)",
         "<sensor name='sc_tool' type='subtreecom'> (body 'tool' has no joint and is merged into its parent)",
         "<sensor name='range' type='rangefinder'>"]
+
+
+FT_CELL_XML = """
+<mujoco model="ft_cell">
+  <option gravity="0.2 -0.1 -9.81"/>
+  <default><geom contype="0" conaffinity="0"/></default>
+  <worldbody>
+    <body name="shoulder" pos="0 0 1" euler="5 0 10">
+      <joint name="j1" type="hinge" axis="0 0 1"/>
+      <geom type="capsule" fromto="0 0 0 .3 0 0" size=".04"/>
+      <body name="elbow" pos=".3 0 0" euler="0 20 0">
+        <joint name="j2" type="hinge" axis="0 1 0"/>
+        <joint name="j3" type="hinge" axis="1 0 .2" pos=".01 0 0"/>
+        <geom type="capsule" fromto="0 0 0 .25 0 0" size=".03"/>
+        <body name="ft" pos=".25 .01 0" euler="10 -20 30">
+          <inertial pos=".01 .005 -.003" mass=".3" diaginertia=".001 .002 .0015" euler="20 30 40"/>
+          <site name="ft_site" pos=".02 0 .01" euler="5 10 15"/>
+          <body name="palm" pos=".04 .01 0" euler="0 30 0">
+            <geom name="gpalm" type="box" size=".04 .03 .01" mass=".5" pos=".02 0 0" euler="3 4 5"
+                  contype="1" conaffinity="1"/>
+            <site name="palm_site" pos=".03 -.01 0" euler="-20 0 60"/>
+            <body name="finger" pos=".06 0 .01" euler="0 0 15">
+              <joint name="jf" type="hinge" axis="0 1 0"/>
+              <joint name="jf_slide" type="slide" axis="1 0 0" pos="0 .01 0"/>
+              <geom type="capsule" fromto="0 0 0 .05 0 0" size=".01" mass=".1"/>
+              <body name="nail">
+                <geom type="sphere" size=".01" pos=".05 0 0" mass=".02"/>
+              </body>
+            </body>
+            <body name="thumb" pos=".02 .04 0">
+              <joint name="jt" type="ball" pos=".005 0 .002"/>
+              <geom type="capsule" fromto="0 0 0 0 .04 0" size=".01" mass=".05"/>
+            </body>
+          </body>
+        </body>
+      </body>
+    </body>
+    <body name="stand" pos="1 0 0">
+      <geom type="box" size=".1 .1 .1"/>
+      <site name="stand_site"/>
+    </body>
+  </worldbody>
+  <actuator>
+    <motor joint="j1" gear="2"/>
+    <motor joint="j2"/>
+    <motor joint="jf"/>
+  </actuator>
+  <sensor>
+    <force name="f_ft" site="ft_site"/>
+    <torque name="t_ft" site="ft_site"/>
+    <force name="f_palm" site="palm_site"/>
+    <torque name="t_palm" site="palm_site"/>
+    <force name="f_stand" site="stand_site"/>
+  </sensor>
+</mujoco>
+"""
+
+
+def test_force_torque_cell_on_a_jointless_body_matches_mujoco():
+    """Force/torque sensors on jointless bodies (a cell ``ft`` at the wrist, a ``palm`` welded below
+    it, jointed fingers below that) read MuJoCo's ``cfrc_int`` of their body at the site; a
+    collidable geom on the welded bodies is listed, a sensor on a body welded to the world is not kept."""
+    mj, model, sensors, unsupported = _loaded(FT_CELL_XML)
+    assert len(sensors) == 4 and model.nv == mj.nv
+    note = ("<sensor name='{}' type='{}'> (contacts on geoms ['gpalm'] of the bodies welded to its body '{}' are "
+            "not seen by the sensor; it is kept)")
+    assert unsupported == [note.format(n, t, b) for n, t, b in (("f_ft", "force", "ft"), ("t_ft", "torque", "ft"),
+                                                                ("f_palm", "force", "palm"),
+                                                                ("t_palm", "torque", "palm"))] + [
+        "<sensor name='f_stand' type='force'> (its site is on body 'stand', which is welded to the world)"]
+    finger, thumb = model.joint_index("jf"), model.joint_index("jt")
+    assert sensors.welded_children == ((finger, thumb),) * 4
+    # I_W: ft and palm (ft's sensors), palm alone (palm's): the masses and nothing of the arm
+    np.testing.assert_allclose(np.asarray(sensors.welded_inertia)[:, 3, 3], [0.8, 0.8, 0.5, 0.5], rtol=1e-12)
+    # random states, with xfrc_applied on the arm and the fingers (not on ft and palm): jit of vmap
+    _compare_with_mujoco(FT_CELL_XML, n_states=8, seed=3, xfrc=True)
+
+
+def test_force_torque_cell_gradient_and_user_spec():
+    """``grad`` wrt ``q`` of the cell's readings is finite and matches central differences; the
+    same sensors made by hand with ``SensorSpec(welded=...)`` read the same."""
+    mj, model, sensors, _ = _loaded(FT_CELL_XML)
+    rng = np.random.default_rng(7)
+    q = jnp.asarray(_random_qpos(mj, rng))
+    v, a = jnp.asarray(rng.normal(size=model.nv)), jnp.asarray(rng.normal(size=model.nv))
+    f_ext = jnp.asarray(rng.normal(size=(model.n_bodies, 6)))
+    weights = jnp.asarray(rng.normal(size=sensors.total_dim))
+    f = jax.jit(lambda q: weights @ sensor_readings(model, sensors, q, v, a, f_ext=f_ext))
+    grad = np.asarray(jax.jit(jax.grad(lambda q: weights @ sensor_readings(model, sensors, q, v, a, f_ext=f_ext)))(q))
+    h = 1e-6
+    fd = np.array([(f(q.at[i].add(h)) - f(q.at[i].add(-h))) / (2 * h) for i in range(model.nq)])
+    assert np.all(np.isfinite(grad)) and np.abs(grad).max() > 0
+    np.testing.assert_allclose(grad, fd, rtol=1e-6, atol=1e-6 * np.abs(fd).max())
+    # the same sensors given by hand (welded = (I_W, children by name)) read the same
+    children = ("finger__jf", model.joint_index("jt"))  # body names or indices
+    specs = [("force", "ft_site"), ("torque", "ft_site"), ("force", "palm_site"), ("torque", "palm_site")]
+    mine = Sensors.make(model, [SensorSpec(kind, site, welded=(sensors.welded_inertia[i], children))
+                                for i, (kind, site) in enumerate(specs)])
+    np.testing.assert_allclose(_readings(model, mine, q, v, a, f_ext=f_ext),
+                               _readings(model, sensors, q, v, a, f_ext=f_ext), rtol=1e-13, atol=1e-13)
+    plain = _readings(model, Sensors.make(model, [("force", "ft_site")]), q, v, a, f_ext=f_ext)
+    assert not np.allclose(plain, _readings(model, sensors, q, v, a, f_ext=f_ext)[:3])  # the merged body's
 
 
 @pytest.mark.parametrize("name", ["sensor.xml", "model.xml"])
@@ -366,6 +485,16 @@ def test_contact_force_and_clock_read_their_inputs():
         sensor_readings(model, sensors, model.q_neutral, t=1.5)
 
 
+def test_sensor_readings_lives_in_its_own_module_and_is_re_exported():
+    import sodyn.sensor_readings
+    from sodyn.sensors import sensor_readings as re_exported
+
+    assert re_exported is sodyn.sensor_readings.sensor_readings is sensor_readings
+    assert sd.sensors.sensor_readings is sensor_readings
+    with pytest.raises(AttributeError, match="has no attribute 'readings'"):
+        sd.sensors.readings  # noqa: B018
+
+
 # -- (c) noise and bias ----------------------------------------------------------------------
 
 
@@ -403,6 +532,10 @@ def test_noise_and_bias_statistics():
     (("thermometer", "s1"), "unknown kind 'thermometer'"),
     (SensorSpec("gyro", "s1", bias=(1.0, 2.0)), "bias must be"),
     (SensorSpec("gyro", "s1", noise=-1.0), "noise and cutoff"),
+    (SensorSpec("gyro", "s1", welded=(np.zeros((6, 6)), ())), "only force and torque sensors take welded"),
+    (SensorSpec("force", "tip", welded=(np.zeros((3, 3)), ())), "finite \\(6, 6\\) array"),
+    (SensorSpec("force", "tip", welded=(np.zeros((6, 6)), ("base",))), "'base' is not a child"),
+    (SensorSpec("force", "tip", welded=np.zeros((6, 6))), "welded must be"),
 ])
 def test_bad_sensor_specs_raise_naming_them(spec, match):
     _, model, _, _ = _loaded(SENSOR_XML)

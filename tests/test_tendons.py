@@ -17,7 +17,8 @@ import pytest
 
 import sodyn as sd
 from sodyn.io.mjcf import tau_to_mujoco, v_from_mujoco
-from sodyn.sensors import Sensors, sensor_readings
+from sodyn.sensor_readings import sensor_readings
+from sodyn.sensors import Sensors
 from sodyn.simulate.actuation import actuator_forces
 from sodyn.simulate.joint_forces import JointForces
 from sodyn.simulate.tendons import Tendons, tendon_forces, tendon_lengths, tendon_potential_energy, tendon_velocities

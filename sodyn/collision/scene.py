@@ -96,7 +96,7 @@ def with_height_field(model: Model, elevation, size, *, pos=(0.0, 0.0, 0.0), rot
     **Raises** ``ValueError`` naming the geom for an elevation that is not a 2-D grid of at least
     2×2 finite values in ``[0, 1]``, a size that is not four finite positive numbers, a bad pose
     or friction, or a name already used."""
-    from sodyn.model import as_rotation
+    from sodyn.rotations import as_rotation
 
     where = f"with_height_field: geom {name!r}"
     g = model.geoms

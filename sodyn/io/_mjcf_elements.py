@@ -11,7 +11,8 @@ import warnings
 import numpy as np
 
 from sodyn.io.meshes import Hull, convex_hull
-from sodyn.model import Model, ModelBuilder
+from sodyn.model import Model
+from sodyn.model_builder import ModelBuilder
 from sodyn.rotations import quat_to_matrix
 
 #: MuJoCo geom types kept as collision geometry, by ``mjtGeom`` value.
@@ -301,32 +302,12 @@ def _on_tendons(mj, actuators, tendons):
 
 
 def tendon_eq_supported(mj, e: int) -> bool:
-    """A tendon equality between fixed tendons of hinges and slides (a ``"tendon"`` coupling of
-    the model's closures; :class:`~sodyn.io.EqualityConstraints` leaves it out)."""
+    """A tendon equality between fixed tendons of hinges and slides (a ``"tendon"`` row of
+    :class:`~sodyn.io.EqualityConstraints` and a ``"tendon"`` coupling of the model's closures)."""
     from sodyn.simulate.tendons import fixed_tendon_wraps
 
     tendons = [t for t in (int(mj.eq_obj1id[e]), int(mj.eq_obj2id[e])) if t >= 0]
     return int(mj.eq_type[e]) == 3 and all(fixed_tendon_wraps(mj, t) is not None for t in tendons)
-
-
-def _tendon_couplings(mj, model: Model) -> list:
-    """The active tendon equalities of the file as :meth:`~sodyn.LoopClosures.tendon_coupling`
-    closures (references: MuJoCo's ``tendon_length0``)."""
-    import mujoco
-
-    from sodyn.constraints import LoopClosures
-
-    out = []
-    for e in range(mj.neq):
-        if not (mj.eq_active0[e] and tendon_eq_supported(mj, e)):
-            continue
-        t1, t2 = int(mj.eq_obj1id[e]), int(mj.eq_obj2id[e])
-        name1, name2 = (mujoco.mj_id2name(mj, mujoco.mjtObj.mjOBJ_TENDON, t) or f"tendon{t}" for t in (t1, max(t2, 0)))
-        ref = [float(mj.tendon_length0[t1]), float(mj.tendon_length0[t2]) if t2 >= 0 else 0.0]
-        out.append(LoopClosures.tendon_coupling(
-            model, name1, name2 if t2 >= 0 else None, np.asarray(mj.eq_data[e, :5], float), reference=ref,
-            name=mujoco.mj_id2name(mj, mujoco.mjtObj.mjOBJ_EQUALITY, e) or f"equality{e}"))
-    return out
 
 
 def with_simulation_data(mj, model: Model, equality, unsupported: list[str]) -> Model:
@@ -356,9 +337,6 @@ def with_simulation_data(mj, model: Model, equality, unsupported: list[str]) -> 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")   # inactive elements are left out by design
             closures = LoopClosures.from_equality(model, equality)
-    couplings = [] if tendons is None or "equality" in switched_off(mj) else _tendon_couplings(mj, model)
-    if couplings:
-        closures = LoopClosures.concatenate(*([] if closures is None else [closures]), *couplings)
     return dataclasses.replace(model, sensors=sensors if sensors is not None and len(sensors) else None,
                                fluid=fluid, closures=closures)
 

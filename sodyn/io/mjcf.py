@@ -52,37 +52,37 @@ Conversion rules
   affine bias and activation dynamics none, ``integrator``, ``filter`` or ``filterexact``
   (``<motor>``, ``<position>``, ``<velocity>``, ``<intvelocity>``, ``<damper>`` and ``<general>``
   of that form; ``ctrllimited``, ``forcelimited``, ``actlimited``, ``actearly``) →
-  :class:`~sodyn.model.Actuators`; a joint's symmetric ``actuatorfrcrange`` → its
+  :class:`~sodyn.model_data.Actuators`; a joint's symmetric ``actuatorfrcrange`` → its
   ``effort_limit``.  Body ``gravcomp`` → ``Model.gravcomp``.  **Keyframes** →
-  :class:`~sodyn.model.Keyframes`.
+  :class:`~sodyn.model_data.Keyframes`.
 * **Simulation data** the steppers use by default: ``<sensor>`` elements →
   ``Model.sensors`` (:func:`sodyn.io.mjcf_sensors.sensors_from_mujoco`); ``density``,
   ``viscosity``, ``wind`` and ``fluidshape`` → ``Model.fluid``
   (:func:`sodyn.simulate.fluid.fluid_from_mujoco`); active ``<equality>`` elements
   (``connect``, ``weld``, ``joint``) → ``Model.closures`` (:class:`~sodyn.LoopClosures`,
   hard constraints where MuJoCo's are soft).
-* **Collision** → :class:`~sodyn.model.Geoms`: every geom MuJoCo can collide (``contype`` or
+* **Collision** → :class:`~sodyn.model_data.Geoms`: every geom MuJoCo can collide (``contype`` or
   ``conaffinity`` non-zero, or named by a ``<pair>``) of type plane, sphere, capsule,
   ellipsoid, cylinder, box, mesh (the convex hull MuJoCo collides, in MuJoCo's geom frame:
   :func:`sodyn.io._mjcf_elements.mesh_hull`) or height field (MuJoCo's compiled, normalised
   ``hfield_data`` and ``hfield_size``: :class:`~sodyn.model_data.HeightFields`), with its size,
   pose, ``contype``, ``conaffinity``, ``condim``, ``friction``, ``margin``, ``gap`` and
-  ``priority``; ``<contact><pair>`` → :class:`~sodyn.model.ContactPairs` (friction entries 0,
+  ``priority``; ``<contact><pair>`` → :class:`~sodyn.model_data.ContactPairs` (friction entries 0,
   2, 3 of MuJoCo's five);
   ``<contact><exclude>`` → ``Geoms.exclude`` (between the weld bodies: where sodyn merged a
   jointless body into its parent this excludes more than MuJoCo, and the warning says so);
   ``<flag filterparent="disable">`` → ``Geoms.filter_parent``; a body with several joints
   keeps its MuJoCo parent for the parent filter (``Geoms.weld_parent``).  The candidate
   pairs are those of MuJoCo's filters (:func:`sodyn.collision.pairs.candidate_pairs`).
-* **Equality constraints** (``connect``, ``weld``, ``joint``) are also returned by
-  ``load_mjcf(..., with_constraints=True)`` as :class:`EqualityConstraints`.
+* **Equality constraints** (``connect``, ``weld``, ``joint``, and ``tendon`` between fixed tendons)
+  are also returned by ``load_mjcf(..., with_constraints=True)`` as :class:`EqualityConstraints`.
 * **Fixed tendons** (``<tendon><fixed>`` of hinges and slides) → ``Model.tendons``
   (:class:`sodyn.simulate.tendons.Tendons`: stiffness with its ``springlength`` dead band,
   damping, ``range`` when ``limited``, ``frictionloss``, ``actuatorfrcrange``); actuators on
   them keep their place among the actuators (``Actuators.tendon``),
   ``tendonpos``/``tendonvel``/``tendonactfrc`` sensors read them, and an active
   ``<equality><tendon>`` between them is a ``"tendon"`` coupling of ``Model.closures``
-  (:meth:`sodyn.LoopClosures.tendon_coupling`; not among the returned
+  (:meth:`sodyn.LoopClosures.tendon_coupling`; a ``"tendon"`` row of the returned
   :class:`EqualityConstraints`).
 * **Not modelled, one** :class:`~sodyn.io.diagnostics.UnsupportedElementWarning` **per model
   naming each element:** spatial tendons (and fixed ones on ball or free joints), a fixed
@@ -118,7 +118,8 @@ from sodyn.io._mjcf_elements import (
 )
 from sodyn.io.mjcf_equality import EqualityConstraints, equality_constraints
 from sodyn.joints import JointSpec
-from sodyn.model import Model, ModelBuilder
+from sodyn.model import Model
+from sodyn.model_builder import ModelBuilder
 from sodyn.rotations import axis_angle_to_matrix, quat_to_matrix
 
 

@@ -11,11 +11,19 @@ frame is checked against MuJoCo's pose at ``qpos0``, and ``quat_sign`` is set th
 
 Not modelled, listed for the loader's warning: sensor types sodyn does not compute (touch,
 rangefinder, camprojection, limit, contact, distance, energy, plugin and user sensors), tendon
-sensors on tendons sodyn does not model (spatial ones), force/torque and subtree sensors on a
-body without joints (sodyn merges it into its parent, so its own interaction wrench, mass and
-subtree are not kept apart), subtree sensors of the world body when bodies welded to the world
-have mass, actuator sensors of actuators sodyn did not import, and a sensor's
+sensors on tendons sodyn does not model (spatial ones), subtree sensors on a body without joints
+(sodyn merges it into its parent, so its mass and subtree are not kept apart), force/torque
+sensors on a body welded to the world, subtree sensors of the world body when bodies welded to
+the world have mass, actuator sensors of actuators sodyn did not import, and a sensor's
 ``delay``/``interval`` (the sensor is kept, read without them).
+
+A force/torque sensor on a body ``w`` without joints (merged into the moving body ``b``) reads
+the wrench on the rigid set ``W`` of ``w`` and its jointless descendants (``SensorSpec.welded``,
+:mod:`sodyn.sensor_readings`): ``I_W`` is summed from ``body_mass``, ``body_ipos``/``body_iquat``
+(via ``xipos``/``ximat``) and ``body_inertia`` at ``qpos0`` in ``b``'s frame (constant, ``W``
+being rigid), the children are the sodyn bodies of the jointed bodies whose parent is in ``W``.
+External wrenches on ``W`` are not seen by such a sensor; when ``W`` has geoms that can collide
+(``contype`` or ``conaffinity`` nonzero) a line says so (the sensor is kept).
 """
 
 from __future__ import annotations
@@ -27,7 +35,8 @@ import numpy as np
 from sodyn.joints import KERNEL_OF, nq_of
 from sodyn.model import Model
 from sodyn.rotations import quat_to_matrix
-from sodyn.sensors import KINDS, Sensors, SensorSpec, joint_quat, quat_mul, quat_of
+from sodyn.sensor_readings import joint_quat, quat_mul, quat_of
+from sodyn.sensors import KINDS, Sensors, SensorSpec
 
 _XML_NAMES = {"jointactfrc": "jointactuatorfrc", "tendonactfrc": "tendonactuatorfrc"}
 
@@ -80,6 +89,42 @@ def sensors_from_mujoco(mj, model: Model) -> tuple[Sensors, list[str]]:
             return body_frame(int(mj.cam_bodyid[objid]), label), (mj.cam_quat[objid], mj.cam_pos[objid])
         raise ValueError(f"{label}: MuJoCo object type {mujoco.mjtObj(objtype).name} is not a frame")
 
+    d0 = []  # mjData at qpos0 after mj_kinematics, made on first use
+
+    def welded(w, label):
+        """``(SensorSpec.welded, a note or None)`` of a force/torque sensor on jointless body ``w``."""
+        if not d0:
+            d0.append(mujoco.MjData(mj))
+            d0[0].qpos[:] = mj.qpos0
+            mujoco.mj_kinematics(mj, d0[0])
+        d = d0[0]
+        in_w = np.zeros(mj.nbody, bool)
+        in_w[w] = True
+        for k in range(w + 1, mj.nbody):  # parents come before their children
+            in_w[k] = in_w[mj.body_parentid[k]] and mj.body_jntnum[k] == 0
+        f = body_frame(w, label)
+        r = np.reshape(d.xmat[w], (3, 3)) @ np.asarray(model.frame_rotation[f], float).T  # b's pose at qpos0
+        p = d.xpos[w] - r @ np.asarray(model.frame_translation[f], float)
+        inertia = np.zeros((6, 6))
+        for k in np.nonzero(in_w)[0]:
+            rk, m = r.T @ np.reshape(d.ximat[k], (3, 3)), float(mj.body_mass[k])
+            cx = _skew(r.T @ (d.xipos[k] - p))
+            inertia += np.block([[rk @ np.diag(mj.body_inertia[k]) @ rk.T - m * cx @ cx, m * cx],
+                                 [-m * cx, m * np.eye(3)]])
+        children = []
+        for k in np.nonzero(~in_w & (mj.body_jntnum > 0) & in_w[mj.body_parentid])[0]:
+            jname = nm(obj.mjOBJ_JOINT, int(mj.body_jntadr[k]), f"joint{int(mj.body_jntadr[k])}")
+            try:
+                children.append(model.joint_index(jname))
+            except ValueError as e:
+                raise ValueError(f"{label}: {e}") from None
+        geoms = [nm(obj.mjOBJ_GEOM, g, f"geom{g}") for g in range(mj.ngeom)
+                 if in_w[mj.geom_bodyid[g]] and (mj.geom_contype[g] or mj.geom_conaffinity[g])]
+        note = None if not geoms else (
+            f"{label} (contacts on geoms {geoms} of the bodies welded to its body {body_names[w]!r} are not seen by "
+            "the sensor; it is kept)")
+        return (inertia, tuple(children)), note
+
     def offset(quat_pos):
         return None if quat_pos is None else (quat_to_matrix(quat_pos[0]), np.asarray(quat_pos[1], float))
 
@@ -97,13 +142,17 @@ def sensors_from_mujoco(mj, model: Model) -> tuple[Sensors, list[str]]:
         if kind is None:
             unsupported.append(label)
             continue
-        target, off, ref, ref_off, why, frames = None, None, None, None, None, []
+        target, off, ref, ref_off, why, frames, weld = None, None, None, None, None, [], None
         if KINDS[kind][1] == "frame":
             target, off = placed(objtype, objid, label)
             frames.append(((objtype, objid), (target, off, label)))
             b = int(mj.site_bodyid[objid]) if objtype == obj.mjOBJ_SITE else -1
-            if kind in ("force", "torque") and mj.body_jntnum[b] == 0:
-                why = f"its site is on body {body_names[b]!r}, which has no joint and is merged into its parent"
+            if kind in ("force", "torque") and welded_to_world[b]:
+                why = f"its site is on body {body_names[b]!r}, which is welded to the world"
+            elif kind in ("force", "torque") and mj.body_jntnum[b] == 0:
+                weld, note = welded(b, label)
+                if note is not None:
+                    unsupported.append(note)
             if int(mj.sensor_refid[i]) >= 0:
                 rt, rid = int(mj.sensor_reftype[i]), int(mj.sensor_refid[i])
                 ref, ref_off = placed(rt, rid, label)
@@ -128,7 +177,7 @@ def sensors_from_mujoco(mj, model: Model) -> tuple[Sensors, list[str]]:
             else:
                 jname = nm(obj.mjOBJ_JOINT, int(mj.body_jntadr[objid]), f"joint{int(mj.body_jntadr[objid])}")
                 try:
-                    target = model._joint_index(jname)
+                    target = model.joint_index(jname)
                 except ValueError as e:
                     raise ValueError(f"{label}: {e}") from None
         if why is not None:
@@ -141,7 +190,7 @@ def sensors_from_mujoco(mj, model: Model) -> tuple[Sensors, list[str]]:
         ids.append(i)
         specs.append(SensorSpec(kind, target, name=name, reference=ref, noise=float(mj.sensor_noise[i]),
                                 cutoff=float(mj.sensor_cutoff[i]), offset=offset(off),
-                                reference_offset=offset(ref_off)))
+                                reference_offset=offset(ref_off), welded=weld))
     dtype = model.mass.dtype
     sensors = Sensors.make(model, specs, magnetic=np.asarray(mj.opt.magnetic, float), dtype=dtype)
     signs = _check_frames(mj, model, frames_used, offset) if frames_used else {}
@@ -154,8 +203,13 @@ def sensors_from_mujoco(mj, model: Model) -> tuple[Sensors, list[str]]:
     return dataclasses.replace(sensors, quat_sign=quat_sign), unsupported
 
 
+def _skew(x: np.ndarray) -> np.ndarray:
+    """``x~``, the matrix of ``y ↦ x × y``."""
+    return np.array([[0.0, -x[2], x[1]], [x[2], 0.0, -x[0]], [-x[1], x[0], 0.0]])
+
+
 def _poses_at(model: Model, q: np.ndarray):
-    """World rotation, position and chain quaternion (:func:`sodyn.sensors.joint_quat`) of every
+    """World rotation, position and chain quaternion (:func:`sodyn.sensor_readings.joint_quat`) of every
     body at ``q``, in NumPy (the loader runs no JAX program)."""
     topo, n = model.topology, model.n_bodies
     tr, tp = np.asarray(model.tree_rotation, float), np.asarray(model.tree_translation, float)

@@ -23,7 +23,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from sodyn.joints import JointSpec
-from sodyn.model import Model, ModelBuilder
+from sodyn.model import Model
+from sodyn.model_builder import ModelBuilder
 
 _AXES = {"X": (1.0, 0.0, 0.0), "Y": (0.0, 1.0, 0.0), "Z": (0.0, 0.0, 1.0)}
 

@@ -76,7 +76,8 @@ from sodyn.io import _xml, diagnostics, urdf_collision, urdf_mimic
 from sodyn.io.meshes import DEFAULT_MAX_HULL_VERTICES
 from sodyn.io.urdf_mimic import CoupledURDF, MimicCoupling
 from sodyn.joints import JointSpec
-from sodyn.model import Model, ModelBuilder
+from sodyn.model import Model
+from sodyn.model_builder import ModelBuilder
 from sodyn.rotations import rpy_to_matrix
 
 JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar")

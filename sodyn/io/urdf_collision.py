@@ -32,7 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from sodyn.io import _xml, diagnostics, meshes
-from sodyn.model import ModelBuilder
+from sodyn.model_builder import ModelBuilder
 from sodyn.model_data import Keyframes
 from sodyn.rotations import rpy_to_matrix
 

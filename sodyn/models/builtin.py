@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from sodyn.joints import JointSpec
-from sodyn.model import Model, ModelBuilder
+from sodyn.model import Model
+from sodyn.model_builder import ModelBuilder
 
 
 def _rod_inertia(mass: float, length: float, radius: float = 0.02) -> np.ndarray:

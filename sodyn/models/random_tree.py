@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from sodyn.joints import JointSpec
-from sodyn.model import Model, ModelBuilder
+from sodyn.model import Model
+from sodyn.model_builder import ModelBuilder
 
 ALL_JOINTS = ("revolute", "continuous", "prismatic", "helical", "spherical", "planar", "fixed")
 

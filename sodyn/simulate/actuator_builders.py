@@ -32,7 +32,7 @@ def one_dof_joints(model: Model, joints: Sequence[str] | None) -> list[int]:
         raise ValueError(f"joints must be a sequence of joint names, got the string {joints!r}")
     out = []
     for name in joints:
-        k = model._joint_index(name)
+        k = model.joint_index(name)
         if KERNEL_OF.get(model.joint_types[k]) != "hinge":
             raise ValueError(f"joints: {name!r} is a {model.joint_types[k]} joint; actuators drive one-dof joints")
         out.append(k)

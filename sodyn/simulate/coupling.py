@@ -41,7 +41,8 @@ accelerating together, ``g → 1``.)
 
 Each pass costs one cross-wrench evaluation, one velocity scatter and one forward-dynamics
 solve; the pass count is static (``ContactModel(coupling_passes=…)``), so the step keeps one
-program shape and its derivatives.  The divisions are guarded for a zero search direction
+program shape and its derivatives, and the passes are a ``lax.scan`` (the program's size does
+not grow with their count).  The divisions are guarded for a zero search direction
 (no slot between moving bodies in contact): ``pᵀAp + ε²`` with ``ε²`` far below any
 acceleration that matters, so a vanishing correction stays finite with finite derivatives.
 """
@@ -130,21 +131,27 @@ def coupled_solve(model: Model, contact: CompliantContact, coupling: SlotCouplin
     def compliance(wrench):                     # 𝓜_s⁻¹ Jᵀ F: the solve is affine in its wrenches
         return solve(f_ext + wrench) - a0
 
-    z = compliance(cross(twists(a)))
-    vz = twists(z)
-    p, vp = z, vz
-    for k in range(passes):
+    def step_length(a, z, vz, p, vp):           # a + α p with α = zᵀ𝓜_s z / pᵀ(A − N)p
         wp, mp = cross(vp), m_times(vp, p)
         pap = pairing(vp, p, mp) - n_inner(vp, wp) + eps2
         alpha = pairing(vz, z, mp) / pap
-        a = a + alpha * p
-        if k + 1 == passes:
-            break
+        return a + alpha * p, alpha, wp, mp, pap
+
+    def one_pass(carry, _):                     # a pass and the next search direction
+        a, z, vz, p, vp = carry
+        a, alpha, wp, mp, pap = step_length(a, z, vz, p, vp)
         y = compliance(wp)
         vy = twists(y)
         z, vz = z - alpha * (p - y), vz - alpha * (vp - vy)
         beta = (pairing(vz, z, mp) - n_inner(vz, wp)) / pap
-        p, vp = z - beta * p, vz - beta * vp
+        return (a, z, vz, z - beta * p, vz - beta * vp), None
+
+    z = compliance(cross(twists(a)))
+    vz = twists(z)
+    carry = (a, z, vz, z, vz)
+    if passes > 1:                              # one traced pass whatever the count
+        carry, _ = jax.lax.scan(one_pass, carry, None, length=passes - 1)
+    return step_length(*carry)[0]
     return a
 
 

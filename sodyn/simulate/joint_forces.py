@@ -23,8 +23,9 @@ linearized about the implicit step's predicted end-of-step velocity (so a step t
 a joint past ``W`` is braked in that step; the speed then exceeds ``W`` by about ``τ_other /
 d_v``, ``τ_other`` the other forces driving the joint), and the end-of-step velocity is clipped
 to ``[−W, W]`` where the prediction missed (a velocity projection, as physics engines' joint
-speed limits are; its impulse is not among the recorded forces).  Only the ``"implicit"``
-integrator takes velocity limits.
+speed limits are; :class:`~sodyn.simulate.StepForces` records it, with the brake, as the
+force ``𝓜(q) Δv / dt`` of its velocity change ``Δv``, in ``joint`` and ``velocity_limit``).
+Only the ``"implicit"`` integrator takes velocity limits.
 Gravity compensation (``model.gravcomp``, MuJoCo's body ``gravcomp``) is the passive force
 ``τ_gc = g̃(q)``, the generalised gravity force of the compensated masses
 (:func:`gravity_compensation`).

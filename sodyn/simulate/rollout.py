@@ -14,7 +14,7 @@ import numpy as np
 
 from sodyn.model import Model
 from sodyn.model_data import Actuators
-from sodyn.sensors import sensor_readings
+from sodyn.sensor_readings import sensor_readings
 from sodyn.simulate.actuation import control_size
 from sodyn.simulate.checks import (
     StateWatch,
@@ -53,7 +53,10 @@ class Rollout(NamedTuple):
     ``limit_force`` are the forces each step applied (:class:`~sodyn.simulate.StepForces`; the
     states' activations are ``states.act``).  ``sensors (steps, total_dim)``: the readings of
     the sensors at each step's start state with its acceleration and forces, as MuJoCo's
-    ``sensordata`` after ``mj_step`` (``None`` without sensors).  Slot ``i``
+    ``sensordata`` after ``mj_step`` (``None`` without sensors).  ``velocity_limit_force
+    (steps, nv)``: the joint velocity limits' share of ``tau`` (brake and clip,
+    :class:`~sodyn.simulate.StepForces`; ``None`` without ``JointForces(velocity_limits=True)``).
+    Slot ``i``
     of a :class:`~sodyn.simulate.ContactModel` belongs to its candidate pair
     ``contact.slots.pair[i]``, between geoms ``contact.slots.geom1[i]`` and ``geom2[i]``; of a
     :class:`~sodyn.simulate.GroundContact`, to its point ``i``."""
@@ -65,6 +68,7 @@ class Rollout(NamedTuple):
     constraint_force: jax.Array | None = None
     limit_force: jax.Array | None = None
     sensors: jax.Array | None = None
+    velocity_limit_force: jax.Array | None = None
 
 
 def _per_step(x, steps: int, shape: tuple[int, ...], name: str, dtype) -> jax.Array | None:
@@ -189,7 +193,8 @@ def rollout(model: Model, state: State, controls: jax.Array | Policy | None, dt,
             first = watch.update(first, index, u, new.q, new.v)
         tau = rec.actuator + rec.joint
         return (new, first, seen if rec.sensors is None else rec.sensors), (new, u, tau, rec.contact, rec.constraint,
-                                                                            rec.limit, rec.sensors)
+                                                                            rec.limit, rec.sensors,
+                                                                            rec.velocity_limit)
 
     carry = (state, jnp.asarray(-1, jnp.int32), _initial_readings(model, forces, state, noisy(0)))
     xs = (jnp.arange(1, steps + 1, dtype=jnp.int32), control_xs, f_xs)

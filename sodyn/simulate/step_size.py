@@ -30,9 +30,16 @@ rather than by ``k`` and ``c``.  The estimate is
 * each dof's joint spring (``model.stiffness``) and position servo (``k = −bias₁ gear²``,
   ``c = −bias₂ gear²``, :mod:`sodyn.simulate.actuation`) with the joint damping
   (``model.damping``), against the dof's inertia ``𝓜_ii(q) + armature_i`` (``q`` the neutral
-  configuration unless given);
+  configuration unless given).  The fixed tendons (``model.tendons``, moment rows ``J``,
+  :mod:`sodyn.simulate.tendons`) add the joint-space stiffness ``Jᵀ diag(k_t) J`` of their
+  springs (as if outside the ``springlength`` dead band) and damping ``Jᵀ diag(d_t) J``, and a
+  servo on tendon ``t`` adds ``(−bias₁ gear²) J_tᵀ J_t`` and ``(−bias₂ gear²) J_tᵀ J_t``; the
+  estimate is per dof, so it takes their diagonals ``Σ_t k_t J_ti²``, ``Σ_t d_t J_ti²`` (the
+  diagonals the linearly implicit step treats implicitly; the coupling between the joints of a
+  tendon is left out);
 * with the joint limit's stiffness and damping (:class:`~sodyn.simulate.JointForces`) added,
-  for each hinge dof with a finite limit.
+  for each hinge dof with a finite limit, and their diagonals ``Σ_t k J_ti²``, ``Σ_t d J_ti²``
+  over the limited tendons.
 
 Friction (the contacts' tangential damper, the joints' friction loss) is a damper alone and
 has no slow root; a rigid contact (:class:`~sodyn.simulate.RigidContact`) has no spring.  The
@@ -142,27 +149,49 @@ def _dof_names(model: Model) -> list[str]:
     return names
 
 
-def _joint_springs(model: Model, actuators, joint_forces):
-    """Per dof ``(k, c)`` always acting and ``(k_lim, c_lim)`` added at a finite limit, with
-    the kinds of spring present, or ``None`` when a parameter is traced."""
-    values = _concrete(model.stiffness, model.damping, model.lower_limit, model.upper_limit)
+def _tendon_squares(model: Model):
+    """The fixed tendons' ``(J², k_t, d_t)`` (``J² (n_t, nv)`` the squared moment rows; zero
+    tendons without ``model.tendons``), or ``None`` when a parameter is traced."""
+    tendons = model.tendons
+    if tendons is None or not len(tendons):
+        return np.zeros((0, model.nv)), np.zeros(0), np.zeros(0)
+    values = _concrete(tendons.coef, tendons.stiffness, tendons.damping)
     if values is None:
         return None
+    coef, stiffness, damping = values
+    return coef * coef, stiffness, damping
+
+
+def _joint_springs(model: Model, actuators, joint_forces):
+    """Per dof ``(k, c)`` always acting and ``(k_lim, c_lim)`` added at a finite limit, with
+    the kinds of spring present, or ``None`` when a parameter is traced.  A tendon's terms
+    enter through the diagonal of ``Jᵀ (·) J`` (module docstring)."""
+    values = _concrete(model.stiffness, model.damping, model.lower_limit, model.upper_limit)
+    tendons = _tendon_squares(model)
+    if values is None or tendons is None:
+        return None
     stiffness, damping, lower, upper = values
-    k = stiffness.copy() if (joint_forces is None or joint_forces.springs) else np.zeros(model.nv)
-    c = damping.copy()
+    square, t_stiffness, t_damping = tendons
+    springs = joint_forces is None or joint_forces.springs
+    k = stiffness.copy() if springs else np.zeros(model.nv)
     kinds = [["spring"] if x > 0 else [] for x in k]
+    k_tendon = t_stiffness @ square if springs else np.zeros(model.nv)
+    k = k + k_tendon
+    c = damping + t_damping @ square
+    for i in np.flatnonzero(k_tendon > 0):
+        kinds[i].append("tendon spring")
     if actuators is not None and len(actuators):
         act = _concrete(actuators.gear, actuators.bias)
         if act is None:
             return None
         gear, bias = act
-        for i, dof in enumerate(actuators.dof):
+        for i, (dof, tendon) in enumerate(zip(actuators.dof, actuators.tendon)):
             kp, kv = -bias[i, 1] * gear[i] ** 2, -bias[i, 2] * gear[i] ** 2
-            k[dof] += max(kp, 0.0)
-            c[dof] += max(kv, 0.0)
-            if kp > 0:
-                kinds[dof].append("servo")
+            row = np.eye(model.nv)[dof] if tendon < 0 else square[tendon]
+            k += max(kp, 0.0) * row
+            c += max(kv, 0.0) * row
+            for j in np.flatnonzero(row > 0) if kp > 0 else ():
+                kinds[j].append("servo")
     k_lim, c_lim = np.zeros(model.nv), np.zeros(model.nv)
     if joint_forces is not None and joint_forces.limits:
         lim = _concrete(joint_forces.limit_stiffness, joint_forces.limit_damping)
@@ -175,6 +204,9 @@ def _joint_springs(model: Model, actuators, joint_forces):
             qi, vi = int(topo.q_start[b]), int(topo.v_start[b])
             if np.isfinite(lower[qi]) or np.isfinite(upper[qi]):
                 k_lim[vi], c_lim[vi] = float(lim[0]), float(lim[1])
+        limited = np.asarray(model.tendons.limited if model.tendons is not None else (), bool)
+        reach = square[limited].sum(axis=0)
+        k_lim, c_lim = k_lim + float(lim[0]) * reach, c_lim + float(lim[1]) * reach
     return k, c, k_lim, c_lim, kinds
 
 
@@ -247,8 +279,9 @@ def stable_step(model: Model, *, contact=None, actuators=None, joint_forces=None
     """The stable-step estimate ``dt_s`` (seconds) of the linearly implicit step (module
     docstring): ``min 1/|s_slow|`` over the stiff terms of ``contact`` (a compliant contact
     model), ``actuators`` (default: the model's own), ``joint_forces``
-    (:class:`~sodyn.simulate.JointForces`; default on) and the model's joint springs and
-    damping, with the joints' inertias at ``q`` (default: the neutral configuration).
+    (:class:`~sodyn.simulate.JointForces`; default on) and the model's joint and fixed-tendon
+    springs and dampers (a tendon's through the diagonal of ``Jᵀ diag(k) J``, ``Jᵀ diag(d) J``),
+    with the joints' inertias at ``q`` (default: the neutral configuration).
 
     Returns ``inf`` without a stiff term and ``None`` when a value it needs is traced (under
     ``jit`` or ``vmap`` of the parameters)."""

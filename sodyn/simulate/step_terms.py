@@ -26,7 +26,8 @@ import jax.numpy as jnp
 from sodyn.constraints import LoopClosures
 from sodyn.model import Model
 from sodyn.model_data import Actuators
-from sodyn.sensors import Sensors, sensor_readings
+from sodyn.sensor_readings import sensor_readings
+from sodyn.sensors import Sensors
 from sodyn.simulate.actuation import ActuatorTerms, actuator_forces, control_size, next_activation
 from sodyn.simulate.contact import CompliantContact, ContactTerms, contact_terms
 from sodyn.simulate.fluid import Fluid, fluid_wrenches
@@ -44,8 +45,13 @@ class StepForces(NamedTuple):
     (``None`` without contact): the force the step applied (``"implicit"``: the law linearized
     at the end of the step; explicit integrators: at the start; rigid contact: the impulse over
     ``dt``), the loop closures' joint-space force ``G_c* λ`` ``(nv,)`` (``None`` without them),
-    the joint- and tendon-limit share of ``joint`` as ``limit`` ``(nv,)``, and the ``sensors``' readings
-    ``(total_dim,)`` (``None`` without sensors; module docstring)."""
+    the joint- and tendon-limit share of ``joint`` as ``limit`` ``(nv,)``, the joint velocity
+    limits' share of ``joint`` as ``velocity_limit`` ``(nv,)`` (``None`` without
+    ``JointForces(velocity_limits=True)``): their brake as applied plus the force of the clip,
+    ``𝓜(q) (v⁺ − v_s) / dt`` with ``v_s`` the solved and ``v⁺`` the clipped end-of-step velocity
+    (armature included; it acts on every dof the mass matrix couples to a clipped one), so that
+    ``actuator + joint`` balances the clipped step's momentum change as without the clip, and
+    the ``sensors``' readings ``(total_dim,)`` (``None`` without sensors; module docstring)."""
 
     actuator: jax.Array
     joint: jax.Array
@@ -53,6 +59,7 @@ class StepForces(NamedTuple):
     constraint: jax.Array | None = None
     limit: jax.Array | None = None
     sensors: jax.Array | None = None
+    velocity_limit: jax.Array | None = None
 
 
 class Forces(eqx.Module):

@@ -47,7 +47,8 @@ held over the step.
 
 Joint velocity limits (``JointForces(velocity_limits=True)``, ``"implicit"`` only) take their
 brake linearized about the predicted end-of-step velocity ``v + dt a`` of the solve before
-(:mod:`sodyn.simulate.joint_forces`): one more solve, and a clip where it still misses.  The
+(:mod:`sodyn.simulate.joint_forces`): one more solve, and a clip ``v⁺ = clip(v + dt a, −W, W)``
+where it still misses, recorded as the force ``𝓜(q) (v⁺ − v − dt a) / dt``.  The
 forces a step applies and the sensors it reads are in :mod:`sodyn.simulate.step_terms` (with
 substeps, averaged over them like the forces).
 
@@ -76,6 +77,7 @@ import jax.numpy as jnp
 from sodyn.algorithms.articulated import FACTORS, forward_dynamics
 from sodyn.algorithms.common import check_f_ext, passive_joint_force
 from sodyn.algorithms.constrained import constrained_forward_dynamics, constraint_residual
+from sodyn.algorithms.inverse_dynamics import unchecked_inverse_dynamics
 from sodyn.configuration import chart_rate, integrate
 from sodyn.constraints import LoopClosures
 from sodyn.model import Model
@@ -133,6 +135,14 @@ def _closed_acceleration(model, closures, q, v, tau, f_ext, added, dt, recorded,
     a, cf = constrained_forward_dynamics(model, q, v, tau, closures, f_ext=f_ext, acceleration_target=target,
                                          added_inertia=added)
     return a, recorded._replace(constraint=cf.generalized)
+
+
+def _clip_force(model, q, dv, dt):
+    """The generalised force ``𝓜(q) Δv / dt`` (armature included) that changes the velocity by
+    ``Δv`` over ``dt``: the velocity limits' clip as a force (one inverse-dynamics pass at zero
+    velocity and gravity)."""
+    still = eqx.tree_at(lambda m: m.gravity, model, jnp.zeros_like(model.gravity))
+    return unchecked_inverse_dynamics(still, q, jnp.zeros_like(dv), dv / dt, None)
 
 
 def _implicit_step(model, forces, state, control, f_ext, dt):
@@ -199,16 +209,15 @@ def _implicit_step(model, forces, state, control, f_ext, dt):
         return force - dt * k * v_solved - c * (v_solved - v)
 
     joint_applied = applied(joint.force, joint.stiffness, joint.damping) - model.damping.astype(q.dtype) * v_solved
-    if brake is not None:
-        joint_applied = joint_applied + applied(brake[0], 0.0, brake[1])
+    v_next, speed_limit = v_solved, None
+    if brake is not None:                         # the brake, and the clip where the prediction missed
+        v_next = jnp.clip(v_solved, -velocity_bounds(model, q.dtype), velocity_bounds(model, q.dtype))
+        speed_limit = applied(brake[0], 0.0, brake[1]) + _clip_force(model, q, v_next - v_solved, dt)
+        joint_applied = joint_applied + speed_limit
     recorded = recorded._replace(
         actuator=applied(act.force, act.stiffness, act.damping),
-        joint=joint_applied,
-        limit=applied(*joint.limit), sensors=readings(model, forces, state, a, terms, wrench))
-    v_next = v_solved
-    if forces.joint.velocity_limits:              # where the prediction missed (joint_forces docstring)
-        bound = velocity_bounds(model, q.dtype)
-        v_next = jnp.clip(v_solved, -bound, bound)
+        joint=joint_applied, limit=applied(*joint.limit), velocity_limit=speed_limit,
+        sensors=readings(model, forces, state, a, terms, wrench))
     return (State(integrate(model, q, v_next, dt), v_next, state.t + dt, next_act(forces, state, act.act_dot, dt)),
             recorded)
 

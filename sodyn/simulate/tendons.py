@@ -111,7 +111,7 @@ class Tendons(eqx.Module):
         coef = np.zeros((n, model.nv))
         for t, name in enumerate(names):
             for joint, c in joints[name].items():
-                k = model._joint_index(joint)
+                k = model.joint_index(joint)
                 if KERNEL_OF.get(topo.joint_type[k]) != "hinge":
                     raise ValueError(f"tendon {name!r}: joint {model.joint_names[k]!r} is {topo.joint_type[k]}; "
                                      "a fixed tendon takes hinge and slide joints")
