@@ -112,3 +112,6 @@ def info(args) -> int:
         print(f"  {f:3d}  {name:{fwidth}s}  on {on:{width}s}  at ({xyz})")
     print(f"q layout: nq = {model.nq}, v layout: nv = {model.nv}")
     return 0
+
+
+__all__ = ["BUILTINS", "DEFAULT_MODEL", "check_model_spec", "from_urdf", "info", "is_example_robot", "load_model"]

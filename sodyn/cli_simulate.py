@@ -241,3 +241,6 @@ def _gif(args, model, result, dist, sampler, kwargs, contact, path: str) -> None
     ground = contact is not None or has_floating_base(model)
     if not cli_view.simulate_animation(args, model, qs, sample_contact, force, ground, path):
         viewer.animate(model, qs, path, dt=args.dt, contact=sample_contact, ground=ground, title=model.name)
+
+
+__all__ = ["PLOT_FORMATS", "simulate"]

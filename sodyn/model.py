@@ -234,3 +234,5 @@ def hinge_coefficients(model: Model, dtype) -> tuple[jax.Array, jax.Array]:
     trans = jnp.asarray(prism, dtype) + jnp.asarray(helical, dtype) * model.pitch.astype(dtype)
     return jnp.asarray(rot, dtype), trans
 
+
+__all__ = ["WORLD", "Model", "check_model_dtype", "hinge_coefficients"]

@@ -386,3 +386,6 @@ def _mesh_arrays(hulls) -> tuple[np.ndarray, np.ndarray]:
 
     return (pad([None if h is None else h.vertices for h in hulls], 3),
             pad([None if h is None else h.faces for h in hulls], 4))
+
+
+__all__ = ["ActuatorRecord", "BodyRecord", "BuilderRecords", "GeomRecord", "assemble_model"]

@@ -395,3 +395,5 @@ class ModelBuilder:
             warn_singular(model, f"model {self.name!r}", stacklevel=2)
         return model
 
+
+__all__ = ["ACTUATOR_OPTIONS", "ModelBuilder", "check_inertia"]
