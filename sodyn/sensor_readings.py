@@ -66,6 +66,7 @@ from sodyn.algorithms.kinematics import velocities_and_accelerations_levels, wor
 from sodyn.joints import KERNEL_OF
 from sodyn.model import Model, hinge_coefficients
 from sodyn.sensors import KINDS, Sensors
+from sodyn.static_index import spread_sum
 from sodyn.topology import dofs_to_levels, from_levels, to_levels
 
 _NOT_REAL = ("framequat", "ballquat", "framexaxis", "frameyaxis", "framezaxis")  # no cutoff (MuJoCo's datatypes)
@@ -170,7 +171,7 @@ def _welded_wrenches(sensors: Sensors, sn: Sensors, idx: np.ndarray, b: np.ndarr
         row, c = pairs[:, 0], pairs[:, 1]
         r_bc = spatial.mtm(body_r[b[row]], body_r[c])
         p_bc = spatial.mtv(body_r[b[row]], body_p[c] - body_p[b[row]])
-        f = f + jax.ops.segment_sum(spatial.force_to_parent(r_bc, p_bc, force[c]), row, num_segments=len(idx))
+        f = f + spread_sum(spatial.force_to_parent(r_bc, p_bc, force[c]), row, len(idx))
     return f
 
 

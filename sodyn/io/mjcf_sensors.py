@@ -32,6 +32,7 @@ import dataclasses
 
 import numpy as np
 
+from sodyn import spatial
 from sodyn.joints import KERNEL_OF, nq_of
 from sodyn.model import Model
 from sodyn.rotations import quat_to_matrix
@@ -105,12 +106,11 @@ def sensors_from_mujoco(mj, model: Model) -> tuple[Sensors, list[str]]:
         f = body_frame(w, label)
         r = np.reshape(d.xmat[w], (3, 3)) @ np.asarray(model.frame_rotation[f], float).T  # b's pose at qpos0
         p = d.xpos[w] - r @ np.asarray(model.frame_translation[f], float)
-        inertia = np.zeros((6, 6))
-        for k in np.nonzero(in_w)[0]:
-            rk, m = r.T @ np.reshape(d.ximat[k], (3, 3)), float(mj.body_mass[k])
-            cx = _skew(r.T @ (d.xipos[k] - p))
-            inertia += np.block([[rk @ np.diag(mj.body_inertia[k]) @ rk.T - m * cx @ cx, m * cx],
-                                 [-m * cx, m * np.eye(3)]])
+        links = np.nonzero(in_w)[0]
+        rk = r.T @ np.reshape(d.ximat[links], (-1, 3, 3))     # the links' principal axes in b's frame
+        inertia = np.sum(np.asarray(spatial.spatial_inertia(
+            np.asarray(mj.body_mass[links], float), (d.xipos[links] - p) @ r,
+            rk @ (np.asarray(mj.body_inertia[links])[:, :, None] * np.swapaxes(rk, -1, -2)))), axis=0)
         children = []
         for k in np.nonzero(~in_w & (mj.body_jntnum > 0) & in_w[mj.body_parentid])[0]:
             jname = nm(obj.mjOBJ_JOINT, int(mj.body_jntadr[k]), f"joint{int(mj.body_jntadr[k])}")
@@ -201,11 +201,6 @@ def sensors_from_mujoco(mj, model: Model) -> tuple[Sensors, list[str]]:
 
     quat_sign = tuple(sign(k) if kind == "framequat" else 1 for kind, k in zip(sensors.kind, ids))
     return dataclasses.replace(sensors, quat_sign=quat_sign), unsupported
-
-
-def _skew(x: np.ndarray) -> np.ndarray:
-    """``x~``, the matrix of ``y ↦ x × y``."""
-    return np.array([[0.0, -x[2], x[1]], [x[2], 0.0, -x[0]], [-x[1], x[0], 0.0]])
 
 
 def _poses_at(model: Model, q: np.ndarray):

@@ -211,7 +211,8 @@ def _implicit_step(model, forces, state, control, f_ext, dt):
     joint_applied = applied(joint.force, joint.stiffness, joint.damping) - model.damping.astype(q.dtype) * v_solved
     v_next, speed_limit = v_solved, None
     if brake is not None:                         # the brake, and the clip where the prediction missed
-        v_next = jnp.clip(v_solved, -velocity_bounds(model, q.dtype), velocity_bounds(model, q.dtype))
+        bound = velocity_bounds(model, q.dtype)
+        v_next = jnp.clip(v_solved, -bound, bound)
         speed_limit = applied(brake[0], 0.0, brake[1]) + _clip_force(model, q, v_next - v_solved, dt)
         joint_applied = joint_applied + speed_limit
     recorded = recorded._replace(
