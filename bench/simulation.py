@@ -367,13 +367,13 @@ STORED = "None, intermediates stored"
 def steps_stored(on: bool):
     """Within the block (when ``on``), steps traced are not rematerialised: their reverse pass
     stores every intermediate (the comparison row of the checkpointing part)."""
-    saved = stepping._rematerialised_advance
+    saved = stepping._rematerialised
     if on:
-        stepping._rematerialised_advance = stepping._advance
+        stepping._rematerialised = lambda fn: fn
     try:
         yield
     finally:
-        stepping._rematerialised_advance = saved
+        stepping._rematerialised = saved
 
 
 def part_checkpoint(solo: Solo, args) -> str:

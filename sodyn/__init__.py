@@ -11,20 +11,20 @@ environment variable, no compile option of programs it does not compile itself, 
 of ``jax.vmap`` or ``jax.jit``.  Tuning is asked for explicitly, through :mod:`sodyn.runtime`.
 """
 
-from sodyn.algorithms.articulated import (
-    ArticulatedBodyInertias,
-    articulated_body_inertias,
-    forward_dynamics,
-    inverse_mass_matrix,
-    inverse_mass_matrix_times,
-    log_det_mass_matrix,
-)
+from sodyn.algorithms.articulated import forward_dynamics
 from sodyn.algorithms.centroidal import centroidal_inertia, centroidal_momentum, centroidal_momentum_matrix
 from sodyn.algorithms.constrained import (
     ConstraintForces,
     constrained_forward_dynamics,
     constraint_jacobian,
     constraint_residual,
+)
+from sodyn.algorithms.frame_jacobians import (
+    frame_acceleration,
+    frame_jacobian,
+    frame_jacobian_dot_times_v,
+    frame_jacobians,
+    frame_velocity,
 )
 from sodyn.algorithms.free_flying import (
     BaseInvariantDynamics,
@@ -42,6 +42,14 @@ from sodyn.algorithms.hybrid import (
 )
 from sodyn.algorithms.impulses import ImpactResult, contact_impulse, simultaneous_impulses
 from sodyn.algorithms.inverse_dynamics import bias_forces, gravity_forces, inverse_dynamics
+from sodyn.algorithms.inverse_mass_matrix import (
+    ArticulatedBodyInertias,
+    articulated_body_inertias,
+    inverse_mass_matrix,
+    inverse_mass_matrix_times,
+    log_det_mass_matrix,
+    log_det_mass_matrix_gradient,
+)
 from sodyn.algorithms.kinematics import (
     Kinematics,
     Poses,
@@ -49,29 +57,20 @@ from sodyn.algorithms.kinematics import (
     body_velocities,
     center_of_mass,
     forward_kinematics,
-    frame_acceleration,
-    frame_jacobian,
-    frame_jacobian_dot_times_v,
-    frame_jacobians,
     frame_pose,
-    frame_velocity,
     kinetic_energy,
     potential_energy,
 )
 from sodyn.algorithms.mass_matrix import composite_inertias, mass_matrix
 from sodyn.algorithms.operational_space import (
-    FrameTask,
     OperationalSpaceDynamics,
-    PointTask,
     dynamically_consistent_inverse,
-    log_det_mass_matrix_gradient,
     operational_space_bias,
     operational_space_compliance,
     operational_space_dynamics,
     operational_space_inertia,
-    task_jacobian,
-    task_jdot_v,
 )
+from sodyn.algorithms.tasks import FrameTask, PointTask, task_jacobian, task_jdot_v
 from sodyn.collision import collide, set_elevation, with_ground_plane, with_height_field
 from sodyn.configuration import (
     difference,

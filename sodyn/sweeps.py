@@ -21,6 +21,13 @@ pytree per kernel (leaves ``(w_sk, ...)``, the kernel's slots); the sweep return
 over the levels in the compact layout, per kernel ``(1, W_k, ...)`` (:func:`in_slots` joins the
 kernels into ``(1, W, ...)``).
 
+A step never splits a level by joint kind itself: what depends on the joint (``H``, ``D``, the
+joint's dofs) is written for one kernel's slots and run by :meth:`Level.each_kernel`, which
+cuts slot-layout values into the kernels' slots, calls it once per kernel and joins what it
+returns.  Inputs are named: ``xs`` and ``kernel_xs`` are usually :class:`Fields`, the latter
+holding one entry per kernel for each name, and a step reads ``level.x.pose`` and, inside
+``each_kernel``, ``kernel.axes``.
+
 Inside a level, a parent is reached through a one-hot ``(W_s, W_s)`` matrix, elided where
 every slot's parent sits in the same slot one level up (:attr:`Segment.identity_maps`); values
 cross a segment boundary through a static selection, applied once, outside the scans.
@@ -29,7 +36,7 @@ cross a segment boundary through a static selection, applied once, outside the s
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 import jax
@@ -44,6 +51,67 @@ from sodyn.unit_columns import unit_columns as unit_column_layout
 PyTree = Any
 
 
+@jax.tree_util.register_pytree_with_keys_class
+class Fields(Mapping):
+    """Named sweep inputs: an immutable mapping read by attribute (``f.pose``), a pytree whose
+    names are static and whose values are its children (``None`` values are empty subtrees).
+
+    As ``kernel_xs`` of a sweep, every value is a sequence with one entry per joint kernel
+    (``topo.kernel_slots`` order); the sweep hands each kernel a :class:`Fields` of its entries.
+    """
+
+    __slots__ = ("_items",)
+
+    def __init__(self, **items: Any):
+        object.__setattr__(self, "_items", dict(sorted(items.items())))
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self._items[name]
+        except KeyError:
+            raise AttributeError(f"no sweep input named {name!r} (inputs: {', '.join(self._items)})") from None
+
+    def __getitem__(self, name: str) -> Any:
+        return self._items[name]
+
+    def __iter__(self):
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __repr__(self) -> str:
+        return f"Fields({', '.join(self._items)})"
+
+    def replace(self, **items: Any) -> Fields:
+        """A copy with ``items`` set."""
+        return Fields(**{**self._items, **items})
+
+    def per_kernel(self, n: int) -> tuple[Fields, ...]:
+        """Per-kernel inputs (each value a sequence of ``n`` entries) as ``n`` :class:`Fields`."""
+        for name, value in self._items.items():
+            if value is not None and len(value) != n:
+                raise ValueError(f"kernel input {name!r} has {len(value)} entries for {n} joint kernels")
+        return tuple(Fields(**{k: None if v is None else v[i] for k, v in self._items.items()}) for i in range(n))
+
+    def tree_flatten_with_keys(self):
+        return [(jax.tree_util.GetAttrKey(k), v) for k, v in self._items.items()], tuple(self._items)
+
+    @classmethod
+    def tree_unflatten(cls, names, children):
+        return cls(**dict(zip(names, children)))
+
+
+class Kernel(NamedTuple):
+    """One joint kernel's part of a level, as :meth:`Level.each_kernel` passes it: ``kind``, the
+    kernel's name in ``topo.kernel_slots`` (static); ``x``, its slices ``(w_sk, ...)`` of the
+    per-kernel inputs; ``unit``, its unit inputs in a unit-column gather, else ``None``."""
+
+    kind: str
+    x: PyTree
+    unit: jax.Array | None = None
+
+
 class Level(NamedTuple):
     """One level of a sweep, as its step sees it.
 
@@ -51,17 +119,44 @@ class Level(NamedTuple):
     ``kernels``: per joint kernel, the level's slices ``(w_sk, ...)`` of the per-kernel inputs;
     ``slices``: each kernel's (static) slot range among the level's ``W_s`` slots;
     ``units``: in a unit-column gather, per kernel the unit inputs ``(w_sk, C_s, nv_k)``
-    (``1`` where a column is the slot's own dof), else ``None``.
+    (``1`` where a column is the slot's own dof), else ``None``;
+    ``kinds``: each kernel's name (static).
     """
 
     x: PyTree
     kernels: tuple
     slices: tuple[slice, ...]
     units: tuple | None = None
+    kinds: tuple[str, ...] = ()
 
     def per_kernel(self, x: jax.Array) -> list[jax.Array]:
         """A slot-layout value ``(W_s, ...)`` cut into the kernels' slots."""
         return split_slots(x, self.slices)
+
+    def by_kernel(self, tree: PyTree) -> tuple:
+        """A pytree of slot-layout values ``(W_s, ...)`` cut into one pytree per kernel: a step's
+        ``out`` when it is computed for the whole level."""
+        leaves, tdef = jax.tree_util.tree_flatten(tree)
+        parts = [self.per_kernel(leaf) for leaf in leaves]
+        return tuple(jax.tree_util.tree_unflatten(tdef, [p[k] for p in parts]) for k in range(len(self.slices)))
+
+    def each_kernel(self, fn: Callable[..., tuple[PyTree, PyTree]], *values: PyTree) -> tuple[PyTree, tuple]:
+        """``fn(kernel, *values_k) -> (joined_k, out_k)`` run once per joint kernel.
+
+        ``kernel`` is the kernel's :class:`Kernel`; each of ``values`` (pytrees of slot-layout
+        arrays ``(W_s, ...)``, or ``None``) arrives cut to the kernel's slots ``(w_sk, ...)``.
+        Returns ``joined``, the kernels' ``joined_k`` joined back into the slot layout
+        ``(W_s, ...)`` (a pytree, or ``None``), and the tuple of the kernels' ``out_k``.
+        """
+        cut = [self.by_kernel(v) for v in values]
+        joined, outs = [], []
+        for k, x in enumerate(self.kernels):
+            kernel = Kernel(self.kinds[k] if self.kinds else "", x, None if self.units is None else self.units[k])
+            j, o = fn(kernel, *(c[k] for c in cut))
+            joined.append(j)
+            outs.append(o)
+        joined = jax.tree_util.tree_map(lambda *ys: jnp.concatenate(ys, axis=0), *joined)
+        return joined, tuple(outs)
 
 
 def in_slots(per_kernel: tuple) -> PyTree:
@@ -232,12 +327,14 @@ def scatter(
     per-kernel outputs (module docstring).
     """
     carry, outs = None, []
-    for seg, (x, xk) in zip(topo.segments, _segment_inputs(topo, xs, kernel_xs or _empty(topo))):
+    kinds, kernel_xs = _kernel_inputs(topo, kernel_xs)
+    for seg, (x, xk) in zip(topo.segments, _segment_inputs(topo, xs, kernel_xs)):
         init = _broadcast_slots(root_parent, (seg.width,)) if carry is None else _cross_down(seg.cross, carry)
 
         def body(c, inp, seg=seg):
             onehot, x, xk = inp
-            return step(c if seg.identity_maps else _from_parent(onehot, c), Level(x, xk, seg.kernel_slices))
+            parent = c if seg.identity_maps else _from_parent(onehot, c)
+            return step(parent, Level(x, xk, seg.kernel_slices, None, kinds))
 
         carry, out = _scan(body, init, (seg.onehot, x, xk), reverse=False, unroll=unroll)
         outs.append(out)
@@ -267,7 +364,8 @@ def gather(
     ``(L_s, w_sk, C_s, ...)`` (the input of :func:`sodyn.unit_columns.sum_of_column_products`).
     """
     layout = unit_column_layout(topo) if unit_columns else None
-    inputs = _segment_inputs(topo, xs, kernel_xs or _empty(topo))
+    kinds, kernel_xs = _kernel_inputs(topo, kernel_xs)
+    inputs = _segment_inputs(topo, xs, kernel_xs)
     outs: list = [None] * len(topo.segments)
     sent = None
     for i in range(len(topo.segments) - 1, -1, -1):
@@ -282,7 +380,7 @@ def gather(
 
         def body(c, inp, seg=seg):
             onehot, x, xk, u = inp
-            to_parent, out = step(c, Level(x, xk, seg.kernel_slices, u))
+            to_parent, out = step(c, Level(x, xk, seg.kernel_slices, u, kinds))
             return (to_parent if seg.identity_maps else _to_parent(onehot, to_parent)), out
 
         last, outs[i] = _scan(body, init, (seg.onehot, x, xk, units), reverse=True, unroll=unroll)
@@ -303,9 +401,13 @@ def _rename_columns(last: jax.Array, index: np.ndarray) -> jax.Array:
     return flat[index]
 
 
-def _empty(topo: Topology) -> tuple:
-    """No per-kernel inputs: one empty pytree per kernel."""
-    return ((),) * len(topo.kernel_slots)
+def _kernel_inputs(topo: Topology, kernel_xs) -> tuple[tuple[str, ...], tuple]:
+    """The kernels' names and their inputs as one pytree per kernel (empty if none given; a
+    :class:`Fields` of per-kernel sequences is split by kernel)."""
+    n = len(topo.kernel_slots)
+    if isinstance(kernel_xs, Fields):
+        kernel_xs = kernel_xs.per_kernel(n)
+    return tuple(k for k, _, _ in topo.kernel_slots), tuple(kernel_xs) or ((),) * n
 
 
-__all__ = ["Level", "gather", "in_slots", "scatter"]
+__all__ = ["Fields", "Kernel", "Level", "gather", "in_slots", "scatter"]

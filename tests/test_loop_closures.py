@@ -20,8 +20,9 @@ from sodyn.algorithms.constrained import (
     constraint_jacobian,
     constraint_residual,
 )
+from sodyn.algorithms.frame_jacobians import frame_jacobians
 from sodyn.algorithms.inverse_dynamics import bias_forces
-from sodyn.algorithms.kinematics import body_accelerations, frame_jacobians
+from sodyn.algorithms.kinematics import body_accelerations
 from sodyn.algorithms.mass_matrix import mass_matrix
 from sodyn.constraints import LoopClosures
 from sodyn.io.mjcf import q_to_mujoco, v_to_mujoco

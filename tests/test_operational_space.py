@@ -137,12 +137,8 @@ def test_tree_compliance_and_inertia_match_dense(tree_case):
 def test_tasks_on_one_body_skip_the_psi_gather(tree_case):
     """Tasks that share their body take the short path (``Υ`` at that body, no Ψ gather); it
     agrees with the dense ``J 𝓜⁻¹ J*`` and with the general path."""
-    from sodyn.algorithms.operational_space import (
-        compliance_from_sweeps,
-        resolve_tasks,
-        task_sweeps,
-        tasks_share_their_body,
-    )
+    from sodyn.algorithms.operational_space_sweeps import compliance_from_sweeps, task_sweeps
+    from sodyn.algorithms.tasks import resolve_tasks, tasks_share_their_body
 
     model, tasks, q, _, _ = tree_case
     same = [sd.FrameTask(tasks[0].frame), sd.PointTask(tasks[0].frame, "world_aligned")]
@@ -385,9 +381,10 @@ def test_log_det_gradient_slide_formula_world_frame():
     """SLD §2.7 as printed: 2 tr(P Υ blockdiag(h̃, h̃)) in world axes at 𝕆_i, revolute joints."""
     model = random_tree(6, seed=7, joint_types=("revolute",))
     q = sd.random_configuration(model, jax.random.PRNGKey(7))
-    from sodyn.algorithms.articulated import body_frames, riccati
+    from sodyn.algorithms.articulated import riccati
     from sodyn.algorithms.common import prepare
-    from sodyn.algorithms.operational_space import compliance_kernel
+    from sodyn.algorithms.conventions import body_frames
+    from sodyn.algorithms.operational_space_sweeps import compliance_kernel
     from sodyn.topology import from_levels
 
     @jax.jit

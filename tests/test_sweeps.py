@@ -2,8 +2,9 @@
 against plain Python loops over the bodies.
 
 Sweeps are called as the algorithms call them (``inverse_dynamics``, ``kinematics``,
-``articulated``): compact-layout inputs from :func:`to_levels`, per-kernel inputs from
-:func:`dofs_to_levels`, per-kernel outputs joined by :func:`in_slots` / :func:`dofs_from_levels`,
+``articulated``): named compact-layout inputs from :func:`to_levels`, named per-kernel inputs
+from :func:`dofs_to_levels`, what depends on the joint run per kernel by ``Level.each_kernel``,
+per-kernel outputs joined by :func:`in_slots` / :func:`dofs_from_levels`,
 results read back by :func:`from_levels`.  The trees cover one chain (one segment, identity maps),
 parallel legs (identity maps, width two, a ``cross`` map), and two branching
 floating-base trees with all four joint kernels cut into four segments (one-level segments
@@ -21,7 +22,7 @@ import pytest
 
 from sodyn.joints import KERNEL_OF, NQ, NV
 from sodyn.models import pendulum_chain, random_tree
-from sodyn.sweeps import gather, in_slots, scatter
+from sodyn.sweeps import Fields, gather, in_slots, scatter
 from sodyn.topology import compile_topology, dofs_from_levels, dofs_to_levels, from_levels, to_levels
 
 TREES = {
@@ -58,24 +59,32 @@ def sweeps(topo, A, t, o, v, pad=0.0):
     vb = tuple(dofs_to_levels(topo, v, pad))
 
     def down(parent, level):
-        (R, p, s), (a, tt) = parent, level.x
-        R1, p1 = R @ a, p + jnp.einsum("wij,wj->wi", R, tt)
-        s1 = jnp.sin(s) + jnp.concatenate([b.sum(-1) for b in level.kernels])
-        cut = zip(level.per_kernel(R1), level.per_kernel(p1), level.per_kernel(s1), level.kernels)
-        return (R1, p1, s1), tuple(((r, q, s), b * s[:, None]) for r, q, s, b in cut)
+        R, p, s = parent
+        R1, p1 = R @ level.x.A, p + jnp.einsum("wij,wj->wi", R, level.x.t)
+
+        def own_dofs(kernel, s, r, q):  # one kernel's slots: its bodies' dofs ``v_k``
+            s1 = jnp.sin(s) + kernel.x.v.sum(-1)
+            return s1, ((r, q, s1), kernel.x.v * s1[:, None])
+
+        s1, outs = level.each_kernel(own_dofs, s, R1, p1)
+        return (R1, p1, s1), outs
 
     def up(from_children, level):
-        (fc, gc), (a, oo) = from_children, level.x
-        f = oo + fc
-        g = jnp.concatenate([b.sum(-1) for b in level.kernels]) + gc
-        cut = zip(level.per_kernel(f), level.per_kernel(g), level.kernels)
-        return (jnp.einsum("wji,wj->wi", a, f), jnp.tanh(g)), tuple(((ff, gg), b * gg[:, None]) for ff, gg, b in cut)
+        fc, gc = from_children
+        f = level.x.o + fc
+
+        def own_dofs(kernel, gc, f):
+            g = kernel.x.v.sum(-1) + gc
+            return g, ((f, g), kernel.x.v * g[:, None])
+
+        g, outs = level.each_kernel(own_dofs, gc, f)
+        return (jnp.einsum("wji,wj->wi", level.x.A, f), jnp.tanh(g)), outs
 
     root = (jnp.eye(3, dtype=dt), jnp.zeros(3, dt), jnp.zeros((), dt))
-    outs = scatter(topo, down, root, (xa, xt), vb)
+    outs = scatter(topo, down, root, Fields(A=xa, t=xt), Fields(v=vb))
     R, p, s = (from_levels(topo, x) for x in in_slots(tuple(x[0] for x in outs)))
     sd = dofs_from_levels(topo, [x[1] for x in outs])
-    outs = gather(topo, up, (jnp.zeros(3, dt), jnp.zeros((), dt)), (xa, xo), vb)
+    outs = gather(topo, up, (jnp.zeros(3, dt), jnp.zeros((), dt)), Fields(A=xa, o=xo), Fields(v=vb))
     f, g = (from_levels(topo, x) for x in in_slots(tuple(x[0] for x in outs)))
     return R, p, s, sd, f, g, dofs_from_levels(topo, [x[1] for x in outs])
 
@@ -237,3 +246,30 @@ def test_jit_of_vmap_gives_the_per_sample_results(name):
     got = jax.jit(jax.vmap(functools.partial(sweeps, topo)))(*batch)
     for i in range(3):
         _close([y[i] for y in got], loops(topo, *(a[i] for a in batch)))
+
+
+@pytest.mark.fast
+def test_named_inputs_and_kernels():
+    """``Fields``: a pytree read by name, split by kernel, with errors naming the input; each
+    kernel sees its own name and inputs."""
+    topo = tree("bushy")
+    f = Fields(b=jnp.ones(2), a=None, c=(jnp.zeros(3),))
+    leaves, tdef = jax.tree_util.tree_flatten(f)
+    assert len(leaves) == 2 and jax.tree_util.tree_unflatten(tdef, leaves).c[0].shape == (3,)
+    assert jax.jit(lambda f: f.replace(b=2 * f.b))(f).b.tolist() == [2.0, 2.0]
+    with pytest.raises(AttributeError, match="no sweep input named 'd'.*inputs: a, b, c"):
+        _ = f.d
+    with pytest.raises(ValueError, match="kernel input 'v' has 1 entries for"):
+        scatter(topo, lambda c, level: (c, ()), jnp.zeros(()), (), Fields(v=[jnp.zeros((1, 1, 1))]))
+    kinds = [k for k, _, _ in topo.kernel_slots]
+    sizes = tuple(dofs_to_levels(topo, jnp.arange(topo.nv, dtype=jnp.float64), 0.0))
+
+    def step(parent, level):
+        def kernel(k, parent):
+            return parent, (jnp.full(k.x.v.shape[:1], kinds.index(k.kind)), k.x.v)
+        return level.each_kernel(kernel, parent)
+
+    outs = scatter(topo, step, jnp.zeros(()), (), Fields(v=sizes))
+    for i, (index, v) in enumerate(outs):
+        assert np.all(np.asarray(index) == i)
+        np.testing.assert_array_equal(v, sizes[i])

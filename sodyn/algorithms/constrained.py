@@ -27,7 +27,7 @@ the bodies' ancestors; frame 2's negated; a joint coupling's column is its row i
 then carries the ``n_c`` columns of ``G_c*`` beside ``T − C``: with ``N = D⁻¹ [I − HψK]``,
 ``𝓜⁻¹ = N* D N`` (Lemma 7.5), so ``G_c 𝓜⁻¹ G_c* = Σ_k ε_c* ν_c`` and ``G_c θ̈_f =
 Σ_k ε_c* ν_f`` come out of the gather (``ε = D ν``), with no acceleration scatter per column
-(:func:`~sodyn.algorithms.articulated.riccati_and_innovation_columns`); in world axes the
+(the ``columns`` of :func:`~sodyn.algorithms.articulated.articulated_gather`); in world axes the
 columns pass from body to parent untransformed.  The velocity terms ride in the bias forces,
 ``b̃ = V ×* M V − f_ext + M (α₀ + 𝔤)``, so the one acceleration scatter, run after the solve
 on ``ν_f + ν_c λ``, starts from rest.  A call costs ``O(N · n_c)`` plus the ``n_c × n_c``
@@ -74,9 +74,10 @@ import jax
 import jax.numpy as jnp
 
 from sodyn import spatial
-from sodyn.algorithms.articulated import accelerations, riccati_and_innovation_columns, world_frames_at
+from sodyn.algorithms.articulated import accelerations, articulated_gather
 from sodyn.algorithms.common import check_state, model_params, passive_joint_force
 from sodyn.algorithms.constraint_rows import Motions, jacobian_from_columns, motions, row_terms
+from sodyn.algorithms.conventions import world_frames_at
 from sodyn.constraints import LoopClosures, check_coupled_joint
 from sodyn.contraction import contract
 from sodyn.model import WORLD, Model
@@ -287,7 +288,7 @@ def _augmented(model: Model, mo: Motions, v, tau, f_ext, columns, offset, regula
     velocity terms and with bias forces ``b̃ = b + (M + B)(α₀ + 𝔤)``, ``b = V ×* M V − f_ext``.
     The gather on them carries the columns of ``G_c*`` beside ``T − C`` and gives
     ``A = G_c 𝓜⁻¹ G_c*`` and ``G_c θ̈_f``
-    (:func:`~sodyn.algorithms.articulated.riccati_and_innovation_columns`); ``offset = −𝔘́``.
+    (the ``columns`` of :func:`~sodyn.algorithms.articulated.articulated_gather`); ``offset = −𝔘́``.
     After the solve for ``λ`` the scatter runs once, on ``ν_f + ν_c λ``.
     Returns ``θ̈``, ``λ`` and ``G_c θ̈ − 𝔘́``."""
     topo = model.topology
@@ -306,7 +307,8 @@ def _augmented(model: Model, mo: Motions, v, tau, f_ext, columns, offset, regula
         added = spatial.inertia_to_parent(kin.rotation, kin.translation, added)
         bias = bias + spatial.mv(added, acc)
     t_blocks = dofs_to_levels(topo, tau - passive_joint_force(m, v), 0.0)
-    nus, cols, ab = riccati_and_innovation_columns(model, frames, t_blocks, columns, bias, FORWARD_UNROLL, added)
+    g = articulated_gather(model, frames, t_blocks, bias=bias, added=added, columns=columns, unroll=FORWARD_UNROLL)
+    nus, cols, ab = g.nu, g.columns, g.factors
     a = 0.5 * (cols.gram + cols.gram.T)  # G_c 𝓜⁻¹ G_c*
     n_c = a.shape[0]
     error = cols.work + offset  # G_c θ̈_f − 𝔘́

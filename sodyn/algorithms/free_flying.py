@@ -47,13 +47,7 @@ import jax
 import jax.numpy as jnp
 
 from sodyn import spatial
-from sodyn.algorithms.articulated import (
-    Frames,
-    armature_blocks,
-    body_frames,
-    forward_terms,
-    riccati_kernel,
-)
+from sodyn.algorithms.articulated import armature_blocks, articulated_gather, riccati_kernel
 from sodyn.algorithms.common import (
     check_state,
     check_vector,
@@ -62,8 +56,9 @@ from sodyn.algorithms.common import (
     passive_joint_force,
     prepare,
 )
+from sodyn.algorithms.conventions import Frames, body_frames, forward_terms
 from sodyn.model import Model
-from sodyn.sweeps import gather, in_slots, scatter
+from sodyn.sweeps import Fields, in_slots, scatter
 from sodyn.topology import dofs_from_levels, dofs_to_levels, from_levels
 
 
@@ -80,7 +75,7 @@ def check_free_flying(model: Model, what: str) -> None:
 
 
 # ---------------------------------------------------------------------------
-# the regular gather: P, P⁺, z, z⁺ per body (Alg. 7.1, 7.2)
+# the regular gather (Alg. 7.1, 7.2), the dual scatter (Alg. 17.1, 17.2 on a tree), Lemma 17.1
 # ---------------------------------------------------------------------------
 
 
@@ -95,37 +90,11 @@ class _Regular(NamedTuple):
 
 def _regular_gather(model: Model, frames: Frames, t_blocks=None, coriolis=None, bias=None) -> _Regular:
     """The Riccati gather (Alg. 7.1) and, with ``t_blocks``, the residual forces (Alg. 7.2)
-    ``z(k) = P(k) a(k) + b(k) + Σ_c φ(k, c) z⁺(c)``, ``z⁺(k) = z(k) + U(k) ν(k)``, returning the
-    per-body values (the articulated-body forward dynamics discards them)."""
-    dtype = frames.inertia[0].dtype
-    forces = t_blocks is not None
-
-    def step(from_children, level):
-        pose, inertia, cor, b = level.x
-        p_children, z_children = from_children
-        big_p = spatial.inertia_from_parameters(*inertia) + p_children
-        z = z_children + spatial.mv(big_p, cor) + b if forces else z_children
-        p_plus, z_plus, outs = [], [], []
-        for pk, zk, (axes, arm, *t) in zip(level.per_kernel(big_p), level.per_kernel(z), level.kernels):
-            pp, ric = riccati_kernel(pk, axes, arm)
-            zp = zk + spatial.mtv(ric.U, spatial.mv(ric.D_inv, t[0] - axes.transpose_times(zk))) if forces else zk
-            p_plus.append(pp)
-            z_plus.append(zp)
-            outs.append((pk, pp, zk, zp) if forces else (pk, pp))
-        pp, zp = jnp.concatenate(p_plus, axis=0), jnp.concatenate(z_plus, axis=0)
-        return (spatial.inertia_to_parent(*pose, pp), spatial.force_to_parent(*pose, zp)), tuple(outs)
-
-    arm = armature_blocks(model, dtype)
-    kernel_xs = tuple(zip(frames.axes, arm, t_blocks)) if forces else tuple(zip(frames.axes, arm))
-    zero = (jnp.zeros((6, 6), dtype), jnp.zeros(6, dtype))
-    xs = (frames.pose, frames.inertia, coriolis, bias)
-    out = in_slots(gather(model.topology, step, zero, xs, kernel_xs))
-    return _Regular(*out) if forces else _Regular(out[0], out[1], None, None)
-
-
-# ---------------------------------------------------------------------------
-# the dual scatter (Alg. 17.1, 17.2 on a tree) and Lemma 17.1
-# ---------------------------------------------------------------------------
+    ``z(k) = P(k) a(k) + b(k) + Σ_c φ(k, c) z⁺(c)``, ``z⁺(k) = z(k) + U(k) ν(k)``, per body (the
+    articulated-body forward dynamics discards them)."""
+    names = _Regular._fields if t_blocks is not None else ("P", "P_plus")
+    g = articulated_gather(model, frames, t_blocks, coriolis=coriolis, bias=bias, factors=(), bodies=names)
+    return _Regular(**{name: g.bodies.get(name) for name in _Regular._fields})
 
 
 def _inertia_to_child(pose, inertia: jax.Array) -> jax.Array:
@@ -140,47 +109,42 @@ def _dual_scatter(model: Model, frames: Frames, reg: _Regular, t_blocks=None, co
     topo = model.topology
     dtype = reg.P.dtype
     forces = t_blocks is not None
-    pad = jnp.asarray(~topo.mask[..., None, None], dtype) * jnp.eye(6, dtype=dtype)  # Λ = I on padding slots
-    kernels = [k for k, _, _ in topo.kernel_slots]
+    eye = jnp.eye(6, dtype=dtype)
+    pad = jnp.asarray(~topo.mask[..., None, None], dtype) * eye  # Λ = I on padding slots
 
-    def step(parent, level):
-        pose, big_p, p_plus, z, z_plus, cor, pad_l = level.x
-        lam_p, w_p = parent  # P(p) + S(p) and z(p) + z_dl(p) − P(p) a(p) = −Λ(p) α(p)
-        s_plus = _inertia_to_child(pose, lam_p) - p_plus
-        if forces:
-            zdl_plus = level.per_kernel(spatial.force_to_child(*pose, w_p) - z_plus - spatial.mv(s_plus, cor))
-            a_plus = level.per_kernel(spatial.motion_to_child(*pose, gravity))  # α⁺ of a root: the world's −g
-        s, zdl, duals = [], [], []
-        for i, (kernel, sk, (axes, arm, *t)) in enumerate(zip(kernels, level.per_kernel(s_plus), level.kernels)):
-            if kernel == "free":  # a root: the world side holds only the joint's force and armature
-                s.append(arm[..., None] * jnp.eye(6, dtype=dtype))
-                if forces:
-                    zdl.append(-t[0] - arm * a_plus[i])
-                    duals.append(None)
-                continue
-            s_k, ric = riccati_kernel(sk, axes, arm)  # S = S⁺ − U* D_dl⁻¹ U (U = H S⁺): τ̄_dl S⁺
-            s.append(s_k)
+    def kernel_step(kernel, s_plus, big_p, zdl_plus, a_plus, z, cor, pad):
+        k = kernel.x
+        if kernel.kind == "free":  # a root: the world side holds only the joint's force and armature
+            s = k.armature[..., None] * eye
+            zdl = -k.force - k.armature * a_plus if forces else None
+        else:
+            s, ric = riccati_kernel(s_plus, k.axes, k.armature)  # S = S⁺ − U* D_dl⁻¹ U (U = H S⁺): τ̄_dl S⁺
             if forces:
-                nu = spatial.mv(ric.D_inv, t[0] + axes.transpose_times(zdl_plus[i]))  # ν_dl = D_dl⁻¹ ε_dl
-                zdl.append(zdl_plus[i] - spatial.mtv(ric.U, nu))  # z_dl = z⁺_dl + G_dl ε_dl
-                duals.append((nu, ric.G))
-        s = jnp.concatenate(s, axis=0)
+                nu = spatial.mv(ric.D_inv, k.force + k.axes.transpose_times(zdl_plus))  # ν_dl = D_dl⁻¹ ε_dl
+                zdl = zdl_plus - spatial.mtv(ric.U, nu)  # z_dl = z⁺_dl + G_dl ε_dl
         lam = big_p + s
         if not forces:
-            w = jnp.zeros(lam.shape[:-1], dtype)
-            return (lam, w), tuple(zip(level.per_kernel(s_plus), level.per_kernel(s), level.per_kernel(lam)))
-        w = z + jnp.concatenate(zdl, axis=0) - spatial.mv(big_p, cor)
-        alpha = level.per_kernel(-spatial.mv(spatial.spd_inverse(lam + pad_l), w))  # Lemma 17.1
+            return (lam, jnp.zeros(lam.shape[:-1], dtype)), (s_plus, s, lam)
+        w = z + zdl - spatial.mv(big_p, cor)  # −Λ α
+        alpha = -spatial.mv(spatial.spd_inverse(lam + pad), w)  # Lemma 17.1
         # (17.12): θ̈ = ν_dl − G*_dl α = ν_dl + D_dl⁻¹ U α;  at a root (H = I, a = 0): θ̈ = α − α⁺
-        qdd = [ak - ap if dual is None else dual[0] + spatial.mv(dual[1], ak)
-               for ak, ap, dual in zip(alpha, a_plus, duals)]
-        return (lam, w), tuple(zip(alpha, qdd))
+        qdd = alpha - a_plus if kernel.kind == "free" else nu + spatial.mv(ric.G, alpha)
+        return (lam, w), (alpha, qdd)
+
+    def step(parent, level):
+        x = level.x
+        lam_p, w_p = parent  # P(p) + S(p) and z(p) + z_dl(p) − P(p) a(p) = −Λ(p) α(p)
+        s_plus = _inertia_to_child(x.pose, lam_p) - x.P_plus
+        zdl_plus = a_plus = None
+        if forces:
+            zdl_plus = spatial.force_to_child(*x.pose, w_p) - x.z_plus - spatial.mv(s_plus, x.coriolis)
+            a_plus = spatial.motion_to_child(*x.pose, gravity)  # α⁺ of a root: the world's −g
+        return level.each_kernel(kernel_step, s_plus, x.P, zdl_plus, a_plus, x.z, x.coriolis, x.pad)
 
     gravity = gravity_acceleration(model_params(model, dtype), dtype)
     root = (jnp.zeros((6, 6), dtype), jnp.zeros(6, dtype))
-    arm = armature_blocks(model, dtype)
-    kernel_xs = tuple(zip(frames.axes, arm, t_blocks)) if forces else tuple(zip(frames.axes, arm))
-    xs = (frames.pose, reg.P, reg.P_plus, reg.z, reg.z_plus, coriolis, pad)
+    kernel_xs = Fields(axes=frames.axes, armature=armature_blocks(model, dtype), force=t_blocks)
+    xs = Fields(pose=frames.pose, P=reg.P, P_plus=reg.P_plus, z=reg.z, z_plus=reg.z_plus, coriolis=coriolis, pad=pad)
     outs = scatter(topo, step, root, xs, kernel_xs)
     if not forces:
         return in_slots(outs)

@@ -48,17 +48,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from sodyn import spatial
-from sodyn.algorithms.articulated import (
-    Frames,
-    armature_blocks,
-    body_frames,
-    forward_terms,
-    innovation_kernel,
-    pose_force_to_parent,
-    pose_inertia_to_parent,
-    pose_motion_to_child,
-    riccati_kernel,
-)
+from sodyn.algorithms.articulated import armature_blocks, articulated_gather
 from sodyn.algorithms.common import (
     check_state,
     check_vector,
@@ -68,11 +58,12 @@ from sodyn.algorithms.common import (
     passive_joint_force,
     prepare,
 )
-from sodyn.algorithms.operational_space import task_jacobian, task_jdot_v
+from sodyn.algorithms.conventions import Frames, body_frames, forward_terms, pose_motion_to_child
+from sodyn.algorithms.tasks import task_jacobian, task_jdot_v
 from sodyn.model import Model
 from sodyn.runtime.precision import full_precision
 from sodyn.runtime.tuning import FORWARD_UNROLL
-from sodyn.sweeps import gather, scatter
+from sodyn.sweeps import Fields, scatter
 from sodyn.topology import dofs_from_levels, dofs_to_levels
 
 
@@ -135,45 +126,23 @@ def hybrid_sweeps(model: Model, frames: Frames, mask: np.ndarray, t_blocks, qdd_
     dtype = frames.inertia[0].dtype
     a_bar = joint_motion(frames.axes, qdd_blocks)
     a_bar = a_bar if coriolis is None else a_bar + coriolis
-    armature = armature_blocks(model, dtype)
-    free = _free_blocks(model, mask, dtype)
+    g = articulated_gather(model, frames, t_blocks, coriolis=a_bar, bias=bias, free=_free_blocks(model, mask, dtype),
+                           factors=("U", "G"), joint_bias=True, unroll=unroll)
 
-    def riccati_innovations(from_children, level):
-        pose, inertia, abar, b = level.x
-        p_children, z_hat = from_children
-        big_p = spatial.inertia_from_parameters(*inertia) + p_children
-        z_hat = z_hat if b is None else z_hat + b
-        z = z_hat + spatial.mv(big_p, abar)
-        p_plus, z_plus, outs = [], [], []
-        for pk, zk, zhk, axes, arm, fr, t in zip(level.per_kernel(big_p), level.per_kernel(z),
-                                                   level.per_kernel(z_hat), *zip(*level.kernels)):
-            pp, ric = riccati_kernel(pk, axes, arm, fr)
-            zp, nu = innovation_kernel(zk, axes, ric, t)
-            p_plus.append(pp)
-            z_plus.append(zp)
-            outs.append((nu, ric.U, ric.G, axes.transpose_times(zhk)))
-        sent = (pose_inertia_to_parent(pose, jnp.concatenate(p_plus, axis=0)),
-                pose_force_to_parent(pose, jnp.concatenate(z_plus, axis=0)))
-        return sent, tuple(outs)
-
-    zero = (jnp.zeros((6, 6), dtype), jnp.zeros(6, dtype))
-    kernel_xs = tuple(zip(frames.axes, armature, free, t_blocks))
-    outs = gather(topo, riccati_innovations, zero, (frames.pose, frames.inertia, a_bar, bias), kernel_xs,
-                  unroll=unroll)
-
-    def accelerations_forces(parent_acc, level):
-        pose, cor = level.x
-        a_plus = pose_motion_to_child(pose, parent_acc)
-        qdd = [nu - spatial.mv(g, ak) + qa  # ν and G* vanish on prescribed dofs
-               for ak, ((nu, _, g, _), qa, _, _) in zip(level.per_kernel(a_plus), level.kernels)]
-        acc = a_plus + jnp.concatenate([axes.times(qk) for qk, (_, _, axes, _) in zip(qdd, level.kernels)], axis=0)
+    def kernel_step(kernel, a_plus, cor):
+        k = kernel.x
+        qdd = k.nu - spatial.mv(k.factors.G, a_plus) + k.qdd_a  # ν and G* vanish on prescribed dofs
+        acc = a_plus + k.axes.times(qdd)
         acc = acc if cor is None else acc + cor
-        out = tuple((qk, spatial.mv(u, ak) + hz + arm * qk)  # T = H (P α + ẑ) + armature θ̈
-                    for ak, qk, ((_, u, _, hz), _, _, arm) in zip(level.per_kernel(acc), qdd, level.kernels))
-        return acc, out
+        return acc, (qdd, spatial.mv(k.factors.U, acc) + k.joint_bias + k.armature * qdd)  # T = H (P α + ẑ) + Iₐ θ̈
 
-    kernel_xs = tuple(zip(outs, qdd_blocks, frames.axes, armature))
-    res = scatter(topo, accelerations_forces, root_acceleration, (frames.pose, coriolis), kernel_xs, unroll=unroll)
+    def step(parent_acc, level):
+        return level.each_kernel(kernel_step, pose_motion_to_child(level.x.pose, parent_acc), level.x.coriolis)
+
+    kernel_xs = Fields(axes=frames.axes, armature=armature_blocks(model, dtype), factors=g.factors.kernels, nu=g.nu,
+                       joint_bias=g.joint_bias, qdd_a=qdd_blocks)
+    res = scatter(topo, step, root_acceleration, Fields(pose=frames.pose, coriolis=coriolis), kernel_xs,
+                  unroll=unroll)
     return dofs_from_levels(topo, [r[0] for r in res]), dofs_from_levels(topo, [r[1] for r in res])
 
 

@@ -36,7 +36,7 @@ from sodyn.algorithms.common import (
 )
 from sodyn.algorithms.kinematics import child_motion
 from sodyn.model import Model
-from sodyn.sweeps import gather, in_slots, scatter
+from sodyn.sweeps import Fields, gather, in_slots, scatter
 from sodyn.topology import dofs_from_levels, dofs_to_levels, to_levels
 
 
@@ -52,14 +52,16 @@ def local_forces_levels(levels, topo, v_blocks, a_blocks, root_acceleration: jax
     dtype = vj.dtype
 
     def step(parent, level):
-        *motion, inertia, extra = level.x
-        vel, acc, _ = child_motion(parent, *motion)
-        own = spatial.mv(inertia, acc) + spatial.force_cross(vel, spatial.mv(inertia, vel))
-        own = own if extra is None else own + spatial.mv(extra, acc)
-        return (vel, acc), tuple(level.per_kernel(own))
+        x = level.x
+        vel, acc, _ = child_motion(parent, *x.pose, x.joint_velocity, x.joint_acceleration)
+        own = spatial.mv(x.inertia, acc) + spatial.force_cross(vel, spatial.mv(x.inertia, vel))
+        own = own if x.added is None else own + spatial.mv(x.added, acc)
+        return (vel, acc), level.by_kernel(own)
 
     root = (jnp.zeros(6, dtype), root_acceleration)
-    return in_slots(scatter(topo, step, root, (levels.rel_r, levels.rel_p, vj, aj, levels.inertia, added)))
+    xs = Fields(pose=(levels.rel_r, levels.rel_p), joint_velocity=vj, joint_acceleration=aj, inertia=levels.inertia,
+                added=added)
+    return in_slots(scatter(topo, step, root, xs))
 
 
 def body_forces_levels(levels, topo, local_force: jax.Array) -> jax.Array:
@@ -67,11 +69,11 @@ def body_forces_levels(levels, topo, local_force: jax.Array) -> jax.Array:
     dtype = local_force.dtype
 
     def step(from_children, level):
-        r, p, fl = level.x
-        f = fl + from_children
-        return spatial.force_to_parent(r, p, f), tuple(level.per_kernel(f))
+        f = level.x.own + from_children
+        return spatial.force_to_parent(*level.x.pose, f), level.by_kernel(f)
 
-    return in_slots(gather(topo, step, jnp.zeros(6, dtype), (levels.rel_r, levels.rel_p, local_force)))
+    xs = Fields(pose=(levels.rel_r, levels.rel_p), own=local_force)
+    return in_slots(gather(topo, step, jnp.zeros(6, dtype), xs))
 
 
 def inverse_dynamics(model: Model, q, v, a, f_ext=None) -> jax.Array:

@@ -1,4 +1,5 @@
-"""Forward kinematics, body velocities and accelerations, frame Jacobians.
+"""Forward kinematics, body velocities and accelerations, energies (frame Jacobians and frame
+motions: :mod:`sodyn.algorithms.frame_jacobians`).
 
 World poses follow Jain Alg. 3.1 (link transforms composed base to tips); spatial
 velocities and accelerations follow Alg. 3.2 / eq. 5.14, both as one :func:`scatter`:
@@ -13,7 +14,7 @@ Velocities and accelerations are body-frame spatial vectors ``[ω; v]`` at the b
 from __future__ import annotations
 
 import functools
-from typing import Literal, NamedTuple
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -32,10 +33,8 @@ from sodyn.contraction import contract
 from sodyn.model import Model
 from sodyn.runtime.precision import full_precision
 from sodyn.runtime.tuning import MASKED_VELOCITY_SLOTS
-from sodyn.sweeps import in_slots, scatter
+from sodyn.sweeps import Fields, in_slots, scatter
 from sodyn.topology import dofs_from_levels, dofs_to_levels, from_levels
-
-Reference = Literal["local", "world_aligned"]
 
 
 class Poses(NamedTuple):
@@ -58,12 +57,11 @@ def world_poses_levels(levels: Levels, topo, unroll: int = 1) -> tuple[jax.Array
     dtype = levels.rel_p.dtype
 
     def step(parent, level):
-        (pr, pp), (r, p) = parent, level.x
-        wr, wp = spatial.compose(pr, pp, r, p)
-        return (wr, wp), tuple(zip(level.per_kernel(wr), level.per_kernel(wp)))
+        world = spatial.compose(*parent, *level.x.pose)
+        return world, level.by_kernel(world)
 
     root = (jnp.eye(3, dtype=dtype), jnp.zeros(3, dtype))
-    return in_slots(scatter(topo, step, root, (levels.rel_r, levels.rel_p), unroll=unroll))
+    return in_slots(scatter(topo, step, root, Fields(pose=(levels.rel_r, levels.rel_p)), unroll=unroll))
 
 
 def first_body_origin(levels: Levels, topo) -> jax.Array:
@@ -151,17 +149,17 @@ def world_motions_levels(levels: Levels, topo, v_blocks: list[jax.Array], root_a
     levels = _centred_levels(levels, topo)
 
     def step(parent, level):
-        (pr, pp, pv, pa), (r, p, joint_local) = parent, level.x
-        wr, wp = spatial.compose(pr, pp, r, p)
-        joint = spatial.motion_to_parent(wr, wp, joint_local)
+        pr, pp, pv, pa = parent
+        wr, wp = spatial.compose(pr, pp, *level.x.pose)
+        joint = spatial.motion_to_parent(wr, wp, level.x.joint_velocity)
         vel = pv + joint
         acc = None if pa is None else pa + spatial.motion_cross(vel, joint)
         outs = (wr, wp, vel, joint) + (() if acc is None else (acc,))
-        return (wr, wp, vel, acc), tuple(zip(*(level.per_kernel(y) for y in outs)))
+        return (wr, wp, vel, acc), level.by_kernel(outs)
 
     dtype = levels.rel_p.dtype
     root = (jnp.eye(3, dtype=dtype), jnp.zeros(3, dtype), jnp.zeros(6, dtype), root_acceleration)
-    xs = (levels.rel_r, levels.rel_p, joint_motion(levels.axes, v_blocks))
+    xs = Fields(pose=(levels.rel_r, levels.rel_p), joint_velocity=joint_motion(levels.axes, v_blocks))
     wr, wp, vel, joint, *acc = in_slots(scatter(topo, step, root, xs, unroll=unroll))
     return WorldKinematics(wr, wp, world_subspace_blocks(topo, levels, wr, wp), vel, joint), (acc[0] if acc else None)
 
@@ -214,11 +212,11 @@ def velocities_levels(levels: Levels, topo, v_blocks, unroll: int = 1) -> tuple[
     vj = joint_motion(levels.axes, v_blocks)
 
     def step(parent, level):
-        r, p, vk = level.x
-        vel = spatial.motion_to_child(r, p, parent) + vk
-        return vel, tuple(level.per_kernel(vel))
+        vel = spatial.motion_to_child(*level.x.pose, parent) + level.x.joint_velocity
+        return vel, level.by_kernel(vel)
 
-    vel = in_slots(scatter(topo, step, jnp.zeros(6, vj.dtype), (levels.rel_r, levels.rel_p, vj), unroll=unroll))
+    xs = Fields(pose=(levels.rel_r, levels.rel_p), joint_velocity=vj)
+    vel = in_slots(scatter(topo, step, jnp.zeros(6, vj.dtype), xs, unroll=unroll))
     return vel, vj
 
 
@@ -231,11 +229,13 @@ def velocities_and_accelerations_levels(
     dtype = vj.dtype
 
     def step(parent, level):
-        v, a, coriolis = child_motion(parent, *level.x)
-        return (v, a), tuple(zip(*(level.per_kernel(y) for y in (v, a, coriolis))))
+        x = level.x
+        v, a, coriolis = child_motion(parent, *x.pose, x.joint_velocity, x.joint_acceleration)
+        return (v, a), level.by_kernel((v, a, coriolis))
 
     root = (jnp.zeros(6, dtype), root_acceleration)
-    return in_slots(scatter(topo, step, root, (levels.rel_r, levels.rel_p, vj, aj)))
+    xs = Fields(pose=(levels.rel_r, levels.rel_p), joint_velocity=vj, joint_acceleration=aj)
+    return in_slots(scatter(topo, step, root, xs))
 
 
 class PosesAndMotions(NamedTuple):
@@ -258,16 +258,17 @@ def poses_and_motions_levels(levels: Levels, topo, v_blocks, root_acceleration: 
     dtype = vj.dtype
 
     def step(parent, level):
-        (pr, pp, vp, ap), (r, p, vk) = parent, level.x
+        (pr, pp, vp, ap), (r, p), vk = parent, level.x.pose, level.x.joint_velocity
         wr, wp = spatial.compose(pr, pp, r, p)
         vel = spatial.motion_to_child(r, p, vp) + vk
         coriolis = spatial.motion_cross(vel, vk)
         acc = None if ap is None else spatial.motion_to_child(r, p, ap) + coriolis
         outs = (wr, wp, vel, coriolis) + (() if acc is None else (acc,))
-        return (wr, wp, vel, acc), tuple(zip(*(level.per_kernel(y) for y in outs)))
+        return (wr, wp, vel, acc), level.by_kernel(outs)
 
     root = (jnp.eye(3, dtype=dtype), jnp.zeros(3, dtype), jnp.zeros(6, dtype), root_acceleration)
-    outs = in_slots(scatter(topo, step, root, (levels.rel_r, levels.rel_p, vj), unroll=unroll))
+    xs = Fields(pose=(levels.rel_r, levels.rel_p), joint_velocity=vj)
+    outs = in_slots(scatter(topo, step, root, xs, unroll=unroll))
     return PosesAndMotions(*outs) if root_acceleration is not None else PosesAndMotions(*outs, None)
 
 
@@ -297,11 +298,6 @@ def body_accelerations(model: Model, q, v, a, gravity: bool = False) -> jax.Arra
     return from_levels(topo, acc)
 
 
-def _check_reference(reference: str) -> None:
-    if reference not in ("local", "world_aligned"):
-        raise ValueError(f"reference must be 'local' or 'world_aligned', got {reference!r}")
-
-
 def world_subspace_blocks(topo, levels: Levels, wr: jax.Array, wp: jax.Array) -> list[jax.Array]:
     """Per kernel, each dof's motion axis ``H*`` as a spatial vector at the world origin in
     world axes, ``(1, Wk, nv_k, 6)``: the rigid-body transformation ``φ*`` (Jain Ch. 1.4) carries
@@ -316,113 +312,6 @@ def world_subspace_blocks(topo, levels: Levels, wr: jax.Array, wp: jax.Array) ->
 def world_subspace_columns(model: Model, levels: Levels, wr, wp) -> jax.Array:
     """Each dof's motion axis ``H*`` as a spatial vector at the world origin, ``(nv, 6)``."""
     return dofs_from_levels(model.topology, world_subspace_blocks(model.topology, levels, wr, wp))
-
-
-def frame_jacobian(model: Model, q, frame: str | int, reference: Reference = "local") -> jax.Array:
-    """Jacobian ``(6, nv)`` of a frame's spatial velocity ``[ω; v]`` (Jain §3.6, eq. 3.25).
-
-    ``reference="local"``: both parts in the frame's axes, ``v`` of the frame origin.
-    ``reference="world_aligned"``: the same velocity in world axes (Pinocchio's
-    ``LOCAL_WORLD_ALIGNED``).
-    """
-    _check_reference(reference)
-    return frame_jacobians(model, q, [frame], reference)[0]
-
-
-def frame_jacobians(model: Model, q, frames, reference: Reference = "local") -> jax.Array:
-    """Jacobians ``(len(frames), 6, nv)`` of several frames, sharing one kinematics pass."""
-    _check_reference(reference)
-    q = check_vector(model, q, model.nq, "q")
-    ids = np.array([model.frame_id(f) for f in frames], dtype=np.int64)
-    topo = model.topology
-    levels = prepare(model, q)
-    wr, wp = world_poses_levels(levels, topo)
-    body_r, body_p = from_levels(topo, wr), from_levels(topo, wp)
-    fp = frame_poses(model, body_r, body_p)
-    cols = world_subspace_columns(model, levels, wr, wp)  # (nv, 6) at the world origin
-    fb = np.asarray(model.frame_body)[ids]
-    support = np.zeros((len(ids), topo.nv), dtype=bool)
-    support[fb >= 0] = topo.support[fb[fb >= 0]]
-    r_f, p_f = fp.rotation[ids], fp.translation[ids]
-    lin = cols[None, :, 3:] + spatial.cross(cols[None, :, :3], p_f[:, None, :])  # frame-origin velocity
-    w = jnp.broadcast_to(cols[None, :, :3], lin.shape)
-    jac = jnp.concatenate([w, lin], axis=-1) * jnp.asarray(support[..., None], q.dtype)
-    if reference == "local":
-        jac = jnp.concatenate(
-            [spatial.mtv(r_f[:, None], jac[..., :3]), spatial.mtv(r_f[:, None], jac[..., 3:])], -1
-        )
-    return jnp.swapaxes(jac, -1, -2)
-
-
-def frame_velocity(model: Model, q, v, frame: str | int, reference: Reference = "local") -> jax.Array:
-    """Spatial velocity ``[ω; v]`` of a frame, in its own or world-aligned axes."""
-    _check_reference(reference)
-    return _frame_motion(model, q, v, None, frame, reference, classical=False)[0]
-
-
-def frame_acceleration(
-    model: Model, q, v, a, frame: str | int, reference: Reference = "local", classical: bool = False
-) -> jax.Array:
-    """Acceleration of a frame: ``J a + J̇ v``.
-
-    ``classical=False`` returns the spatial acceleration (body-frame derivative of the
-    spatial velocity); ``classical=True`` returns ``[ω̇; p̈]``, the time derivative of the
-    origin's velocity, ``p̈ = v̇ + ω × v``.
-    """
-    _check_reference(reference)
-    a = check_vector(model, a, model.nv, "a")
-    return _frame_motion(model, q, v, a, frame, reference, classical)[1]
-
-
-def frame_jacobian_dot_times_v(
-    model: Model, q, v, frame: str | int, reference: Reference = "local", classical: bool = False
-) -> jax.Array:
-    """``J̇ v``: the frame's acceleration at zero joint acceleration (see :func:`frame_acceleration`)."""
-    _check_reference(reference)
-    q = check_vector(model, q, model.nq, "q")
-    return _frame_motion(model, q, v, jnp.zeros(model.nv, q.dtype), frame, reference, classical)[1]
-
-
-def frame_motions(model: Model, q, v, a, frames) -> tuple[jax.Array, jax.Array]:
-    """Spatial velocities and accelerations ``(F, 6)`` of ``frames`` in their own axes, at the
-    frame origins: ``V_f = B* V(b)`` and ``α_f = B* α(b)`` with ``B*`` the rigid-body
-    transformation from the frame's body ``b`` (Jain eq. 3.25); ``a = None`` is zero joint
-    acceleration (``α_f = J̇ v``).  Frames on the world get zero."""
-    q = check_vector(model, q, model.nq, "q")
-    v = check_vector(model, v, model.nv, "v", q.dtype)
-    ids = np.array([model.frame_id(f) for f in frames], dtype=np.int64)
-    topo = model.topology
-    dtype = q.dtype
-    levels = prepare(model, q)
-    a_blocks = dofs_to_levels(topo, a, 0.0) if a is not None else None
-    vel, acc, _ = velocities_and_accelerations_levels(
-        levels, topo, dofs_to_levels(topo, v, 0.0), a_blocks, jnp.zeros(6, dtype)
-    )
-    bodies = np.asarray(model.frame_body)[ids]
-    on_body = jnp.asarray(bodies >= 0)[:, None]
-    m = model_params(model, dtype)
-    r_bf, p_bf = m.frame_rotation[ids], m.frame_translation[ids]
-    pick = np.where(bodies >= 0, bodies, 0)
-    vf = spatial.motion_to_child(r_bf, p_bf, from_levels(topo, vel)[pick])
-    af = spatial.motion_to_child(r_bf, p_bf, from_levels(topo, acc)[pick])
-    return jnp.where(on_body, vf, 0.0), jnp.where(on_body, af, 0.0)
-
-
-def classical_term(vf: jax.Array) -> jax.Array:
-    """``[0; ω × v]``: what turns a spatial acceleration of a frame with velocity ``[ω; v]`` into
-    its classical acceleration ``[ω̇; p̈]``, ``p̈ = v̇ + ω × v``."""
-    return jnp.concatenate([jnp.zeros_like(vf[..., :3]), spatial.cross(vf[..., :3], vf[..., 3:])], -1)
-
-
-def _frame_motion(model, q, v, a, frame, reference, classical):
-    vf, af = (x[0] for x in frame_motions(model, q, v, a, [frame]))
-    if classical:
-        af = af + classical_term(vf)
-    if reference == "world_aligned":
-        r_w = frame_pose(model, q, frame).rotation
-        rot6 = lambda x: jnp.concatenate([spatial.mv(r_w, x[:3]), spatial.mv(r_w, x[3:])])  # noqa: E731
-        vf, af = rot6(vf), rot6(af)
-    return vf, af
 
 
 def kinetic_energy(model: Model, q, v) -> jax.Array:

@@ -37,7 +37,7 @@ from sodyn.model import Model
 from sodyn.runtime.precision import full_precision
 from sodyn.runtime.tuning import BLOCK_PRODUCT_MATMUL_SIZE
 from sodyn.spatial import apply_inertia, world_inertia_parameters
-from sodyn.sweeps import gather, in_slots
+from sodyn.sweeps import Fields, gather, in_slots
 from sodyn.topology import dofs_from_levels, from_levels
 
 
@@ -61,17 +61,20 @@ def world_composites(model: Model, wr: jax.Array, wp: jax.Array, axes: list[jax.
     topo = model.topology
     dtype = wp.dtype
 
+    def force_columns(kernel, composite):  # R_w(k) H*_w(k)
+        m, h, j = composite
+        return None, apply_inertia(m[:, None], h[:, None], j[:, None], kernel.x.axes)
+
     def step(from_children, level):
-        comp = tuple(own + sent for own, sent in zip(world_inertia_parameters(*level.x), from_children))
-        per_kernel = tuple(zip(*(level.per_kernel(c) for c in comp)))
-        if axes is None:
-            return comp, per_kernel
-        return comp, tuple(apply_inertia(m[:, None], h[:, None], j[:, None], ax)
-                           for (m, h, j), ax in zip(per_kernel, level.kernels))
+        x = level.x
+        own = world_inertia_parameters(*x.mass, *x.pose)
+        comp = tuple(a + b for a, b in zip(own, from_children))
+        return comp, (level.by_kernel(comp) if axes is None else level.each_kernel(force_columns, comp)[1])
 
     zero = (jnp.zeros((), dtype), jnp.zeros(3, dtype), jnp.zeros((3, 3), dtype))
-    kernel_xs = tuple(axes) if axes is not None else ()
-    return list(gather(topo, step, zero, mass_parameter_levels(model, dtype) + (wr, wp), kernel_xs))
+    kernel_xs = Fields(axes=axes) if axes is not None else ()
+    xs = Fields(mass=mass_parameter_levels(model, dtype), pose=(wr, wp))
+    return list(gather(topo, step, zero, xs, kernel_xs))
 
 
 def mass_matrix(model: Model, q) -> jax.Array:

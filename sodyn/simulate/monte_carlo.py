@@ -124,6 +124,11 @@ def _nominal(key: jax.Array, nominal: Any) -> Any:
     return nominal
 
 
+#: The largest parameter (elements) that :func:`monte_carlo` folds into its program as a
+#: constant when the samplers leave it unchanged (larger constants slow compilation).
+FOLDED_SIZE = 4096
+
+
 def _key_dependent(jaxpr) -> list[bool]:
     """For each output of a closed jaxpr, whether it depends on the inputs (not only on constants)."""
     dep = set(id(v) for v in jaxpr.jaxpr.invars)
@@ -323,6 +328,10 @@ def monte_carlo(
                              f"the nominal has shape {n.shape}")
     varied = _key_dependent(jaxpr)
     varied_names = [path_name(p) for p, d in zip(leaf_paths, varied) if d]
+    # a parameter the samplers do not vary is the same in every sample: small ones enter the
+    # program as constants, so that the terms they zero are skipped (may_be_nonzero)
+    fixed = [None if d or np.size(x) > FOLDED_SIZE else x
+             for x, d in zip(jax.tree_util.tree_leaves(draw_with(param_keys[0], nominal_arrays)), varied)]
 
     state_shape = jax.eval_shape(lambda k: sample_state(wrap(k), model), state_keys[0])
     for field, size in (("q", model.nq), ("v", model.nv)):
@@ -333,7 +342,9 @@ def monte_carlo(
 
     # -- one sample ----------------------------------------------------------------
     def one(pkey, skey, arrays, controls_arr):
-        sample = eqx.combine(draw_with(pkey, arrays), nominal_static)
+        drawn = jax.tree_util.tree_leaves(draw_with(pkey, arrays))
+        drawn = [x if f is None else f for x, f in zip(drawn, fixed)]
+        sample = eqx.combine(jax.tree_util.tree_unflatten(sample_def, drawn), nominal_static)
         m = sample["model"]
         state = sample_state(wrap(skey), m)
         kwargs = {k: sample[k] for k in data_names}

@@ -86,9 +86,9 @@ import numpy as np
 
 from sodyn import spatial
 from sodyn.algorithms import operational_space as osm
-from sodyn.algorithms.articulated import inverse_mass_matrix_times
 from sodyn.algorithms.common import check_vector
-from sodyn.algorithms.kinematics import frame_jacobians
+from sodyn.algorithms.frame_jacobians import frame_jacobians
+from sodyn.algorithms.inverse_mass_matrix import inverse_mass_matrix_times
 from sodyn.configuration import integrate
 from sodyn.model import Model
 from sodyn.runtime.precision import full_precision

@@ -11,7 +11,7 @@ evaluated at ``(q + dt v⁺, v⁺)`` to first order, and so is every contact poi
 
 The diagonal joins the armature in the articulated-body recursion and the contact terms
 ``B_k`` join the body inertias (``forward_dynamics(..., added_inertia=B)``), so a solve is
-one O(N) forward-dynamics pass: nothing is factorized.  Stiff joint dampers and contacts
+one O(N) forward-dynamics pass: no matrix is formed.  Stiff joint dampers and contacts
 therefore stay stable at the time steps a robot's controller runs at.
 
 **Velocity-product forces.**  The bias ``C(q, v)`` above is gravity plus ``h(q, v)``, the
@@ -37,7 +37,10 @@ error is the explicit one times ``dt 𝓜_s⁻¹ H``.  On a gyroscopic mode of f
 (``dt 𝓜_s⁻¹ H`` with eigenvalue ``iθ``, ``θ = ω dt``) the velocity's amplification is
 ``|1 − iθ − θ²|² = 1 − θ² + θ⁴``: dissipative for ``θ < 1``, where explicit ``h`` grows it by
 ``1 + θ²``.  A step is two forward-dynamics solves (with the contact's coupling passes on the
-second, :mod:`sodyn.simulate.coupling`); the joint damping stays a force at ``v``.
+second, :mod:`sodyn.simulate.coupling`) on one articulated-body factorization of the matrix
+(:mod:`sodyn.algorithms.factored_dynamics`: the Riccati gather once, each solve a velocity
+scatter, a gather of 6-vectors and the acceleration scatter); the joint damping stays a force
+at ``v``.
 
 ``"semi_implicit"`` is symplectic Euler with all forces explicit (``v⁺ = v + dt a(q, v)``,
 ``q⁺ = q ⊕ dt v⁺``).  ``"rk4"`` is the classical fourth-order Runge–Kutta scheme on the joint
@@ -47,7 +50,8 @@ held over the step.
 
 Joint velocity limits (``JointForces(velocity_limits=True)``, ``"implicit"`` only) take their
 brake linearized about the predicted end-of-step velocity ``v + dt a`` of the solve before
-(:mod:`sodyn.simulate.joint_forces`): one more solve, and a clip ``v⁺ = clip(v + dt a, −W, W)``
+(:mod:`sodyn.simulate.joint_forces`): one more solve (a full forward dynamics, as the brake's
+slope joins the matrix), and a clip ``v⁺ = clip(v + dt a, −W, W)``
 where it still misses, recorded as the force ``𝓜(q) (v⁺ − v − dt a) / dt``.  The
 forces a step applies and the sensors it reads are in :mod:`sodyn.simulate.step_terms` (with
 substeps, averaged over them like the forces).
@@ -77,6 +81,8 @@ import jax.numpy as jnp
 from sodyn.algorithms.articulated import FACTORS, forward_dynamics
 from sodyn.algorithms.common import check_f_ext, passive_joint_force
 from sodyn.algorithms.constrained import constrained_forward_dynamics, constraint_residual
+from sodyn.algorithms.factored_dynamics import factorize
+from sodyn.algorithms.factored_dynamics import solve as factored_solve
 from sodyn.algorithms.inverse_dynamics import unchecked_inverse_dynamics
 from sodyn.configuration import chart_rate, integrate
 from sodyn.constraints import LoopClosures
@@ -161,14 +167,20 @@ def _implicit_step(model, forces, state, control, f_ext, dt):
     shifted = eqx.tree_at(lambda m: m.damping, shifted, jnp.zeros_like(model.damping))
     undamped = eqx.tree_at(lambda m: m.damping, model, shifted.damping)
     closed = []
+    # every solve on the shifted matrix shares one Riccati factorization (velocity limits
+    # change the matrix of the second solve; closures solve their own way)
+    factored = None if forces.constraints is not None else factorize(shifted, q, added)
 
-    def solver(w, shifted=shifted, tau=tau):
-        """Solves with the velocity-product forces at ``w`` (module docstring)."""
+    def solver(w, shifted=shifted, tau=tau, factored=factored):
+        """Solves with the velocity-product forces at ``w`` (module docstring), on the
+        ``factored`` matrix when given."""
         # a free joint's linear armature acts with its own value in the velocity products
         # (sodyn.algorithms.common.passive_joint_force), not with the shifted diagonal
         tau_w = tau + passive_joint_force(shifted, w) - passive_joint_force(undamped, w)
 
         def solve(wrenches):
+            if factored is not None:
+                return factored_solve(shifted, q, w, tau_w, wrenches, added, factored)
             if forces.constraints is None:
                 return forward_dynamics(shifted, q, w, tau_w, wrenches, added_inertia=added)
             acc, rec = _closed_acceleration(shifted, forces.constraints, q, w, tau_w, wrenches, added, dt, recorded,
@@ -181,13 +193,13 @@ def _implicit_step(model, forces, state, control, f_ext, dt):
 
     def solved(ahead):
         """a with the velocity products, and the velocity limits' brake, at ``ahead``."""
-        brake, model_s, tau_s = None, shifted, tau
+        brake, model_s, tau_s, factored_s = None, shifted, tau, factored
         if forces.joint.velocity_limits:          # linearized about the predicted end-of-step velocity
             force_w, slope = velocity_limit_force(model, forces.joint, ahead)
             brake = (force_w + slope * (ahead - v), slope)     # τ(v⁺) = brake[0] − slope (v⁺ − v)
             model_s = eqx.tree_at(lambda m: m.armature, shifted, shifted.armature + dt * slope)
-            tau_s = tau + brake[0]
-        solve = solver(ahead, model_s, tau_s)
+            tau_s, factored_s = tau + brake[0], None
+        solve = solver(ahead, model_s, tau_s, factored_s)
         if contact is None:
             return solve(f), brake
         return coupled_solve(model_s, forces.contact, contact.coupling, q, f, added, solve), brake
@@ -277,8 +289,16 @@ def advance(model: Model, forces: Forces, state: State, control, f_ext, dt, inte
     quantities (:data:`~sodyn.algorithms.articulated.FACTORS`), and recomputes kinematics and
     force laws there.  A scan of steps (:func:`~sodyn.simulate.rollout`, or a ``lax.scan`` of
     :func:`step`) then stores a few arrays per step rather than each of a step's many small
-    intermediates, which costs more time to write and read than recomputing them."""
-    return _rematerialised_advance(model, forces, state, control, f_ext, dt, integrator, substeps)
+    intermediates, which costs more time to write and read than recomputing them.
+
+    The model and the forces' parameters are closed over rather than passed in, so that those
+    known when the step is traced stay concrete inside the rematerialised function and the
+    terms they zero are skipped (:func:`~sodyn.simulate.joint_forces.may_be_nonzero`)."""
+
+    def run(state, control, f_ext, dt):
+        return _advance(model, forces, state, control, f_ext, dt, integrator, substeps)
+
+    return _rematerialised(run)(state, control, f_ext, dt)
 
 
 def _advance(model: Model, forces: Forces, state: State, control, f_ext, dt, integrator: str,
@@ -306,8 +326,9 @@ def _advance(model: Model, forces: Forces, state: State, control, f_ext, dt, int
     return state, jax.tree_util.tree_map(lambda x: jnp.mean(x, axis=0), recorded)
 
 
-_rematerialised_advance = jax.checkpoint(_advance, static_argnums=(6, 7), prevent_cse=False,
-                                         policy=jax.checkpoint_policies.save_only_these_names(FACTORS))
+def _rematerialised(fn):
+    """``fn`` rematerialised in reverse mode, keeping only the values named :data:`FACTORS`."""
+    return jax.checkpoint(fn, prevent_cse=False, policy=jax.checkpoint_policies.save_only_these_names(FACTORS))
 
 
 def check_step_options(integrator: str, substeps) -> None:
