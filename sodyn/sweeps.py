@@ -66,6 +66,8 @@ class Fields(Mapping):
         object.__setattr__(self, "_items", dict(sorted(items.items())))
 
     def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):  # not an input (and ``_items`` itself before ``__init__``, as in a copy)
+            raise AttributeError(name)
         try:
             return self._items[name]
         except KeyError:
