@@ -200,8 +200,7 @@ def articulated_gather(model: Model, frames: Frames, forces=None, *, coriolis=No
     def kernel_step(kernel, big_p, z, z_hat, z_c):
         k = kernel.x
         p_plus, ric = riccati_kernel(big_p, k.axes, k.armature, k.free)
-        sent, out = [p_plus, None, None], _KernelOut(RiccatiKernel(*(
-            getattr(ric, f) if f in factors else None for f in RiccatiKernel._fields)))
+        sent, out = [p_plus, None, None], _KernelOut(_kept(ric, factors))
         if z is not None:
             sent[1], nu = innovation_kernel(z, k.axes, ric, k.force)
             out = out._replace(nu=nu)
@@ -260,10 +259,14 @@ def riccati(model: Model, frames: Frames, with_inertias: bool = False) -> Articu
     return g.factors if not with_inertias else g.factors._replace(**g.bodies)
 
 
+def _kept(ric: RiccatiKernel, fields) -> RiccatiKernel:
+    """``ric`` with only ``fields`` (the others ``None``, so they are not scan inputs or outputs)."""
+    return RiccatiKernel(*(getattr(ric, f) if f in fields else None for f in RiccatiKernel._fields))
+
+
 def _only(ab: ArticulatedBodies, *fields: str) -> tuple[RiccatiKernel, ...]:
-    """The Riccati quantities a sweep reads (the others ``None``, so they are not scan inputs)."""
-    return tuple(RiccatiKernel(*(getattr(r, f) if f in fields else None for f in RiccatiKernel._fields))
-                 for r in ab.kernels)
+    """The Riccati quantities a sweep reads."""
+    return tuple(_kept(r, fields) for r in ab.kernels)
 
 
 def innovations(model: Model, frames: Frames, ab: ArticulatedBodies, t_blocks, unroll: int = 1, *,

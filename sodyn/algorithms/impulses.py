@@ -29,8 +29,9 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from sodyn.algorithms import operational_space as osm
 from sodyn.algorithms.common import check_vector
+from sodyn.algorithms.operational_space_sweeps import compliance_from_sweeps, minv_jt_from_sweeps, task_sweeps
+from sodyn.algorithms.tasks import FrameTask, PointTask, resolve_tasks, stacked_task_jacobian
 from sodyn.model import Model
 from sodyn.runtime.precision import full_precision
 
@@ -84,17 +85,17 @@ def simultaneous_impulses(
     ``ε_i`` per contact.  ``regularization`` ``λ`` solves ``(A + λ I) ι = (1+ε) v_imp``
     instead, for redundant contacts (``A`` singular).
     """
-    tasks = osm.resolve_tasks(model, contacts)
+    tasks = resolve_tasks(model, contacts)
     q = check_vector(model, q, model.nq, "q")
     v = check_vector(model, v, model.nv, "v", q.dtype)
     dtype = q.dtype
     big_n = _directions(tasks, directions, dtype)
     n_c = big_n.shape[1]
     eps = jnp.broadcast_to(jnp.asarray(restitution, dtype), (n_c,))
-    sw = osm.task_sweeps(model, q, tasks)
-    comp = osm.compliance_from_sweeps(model, tasks, sw)  # Λ⁻¹ (m, m)
-    minv_jt = osm.minv_jt_from_sweeps(model, tasks, sw)  # 𝓜⁻¹ J* (nv, m)
-    jac = osm.stacked_task_jacobian(model, q, tasks, sw.task_rotation)  # J (m, nv)
+    sw = task_sweeps(model, q, tasks)
+    comp = compliance_from_sweeps(model, tasks, sw)  # Λ⁻¹ (m, m)
+    minv_jt = minv_jt_from_sweeps(model, tasks, sw)  # 𝓜⁻¹ J* (nv, m)
+    jac = stacked_task_jacobian(model, q, tasks, sw.task_rotation)  # J (m, nv)
     a = big_n.T @ comp @ big_n
     a = 0.5 * (a + a.T) + jnp.asarray(regularization, dtype) * jnp.eye(n_c, dtype=dtype)
     v_imp = big_n.T @ (jac @ v)
@@ -115,7 +116,7 @@ def contact_impulse(model: Model, q, v, contact, direction, restitution=0.0) -> 
     its wrench direction ``n`` (pointing into the obstacle).  Returns an :class:`ImpactResult`
     with one contact.
     """
-    tasks = osm.resolve_tasks(model, contact)
+    tasks = resolve_tasks(model, contact)
     if len(tasks) != 1:
         raise ValueError("contact_impulse takes one contact; use simultaneous_impulses for several")
     return simultaneous_impulses(model, q, v, tasks_to_specs(tasks), [direction], restitution)
@@ -125,7 +126,7 @@ def tasks_to_specs(tasks) -> list:
     """Resolved tasks back to task objects (internal helper)."""
     out = []
     for t in tasks:
-        cls = osm.FrameTask if t.dim == 6 else osm.PointTask
+        cls = FrameTask if t.dim == 6 else PointTask
         out.append(cls(t.frame, t.reference))
     return out
 

@@ -36,14 +36,9 @@ from sodyn.algorithms.operational_space_sweeps import (
     task_sweeps,
 )
 from sodyn.algorithms.tasks import (
-    FrameTask,
-    PointTask,
     resolve_call,
-    resolve_tasks,
     stacked_task_jacobian,
     stacked_task_jdot_v,
-    task_jacobian,
-    task_jdot_v,
     tasks_share_their_body,
 )
 from sodyn.model import Model
@@ -200,15 +195,4 @@ __all__ = [
     "operational_space_dynamics",
     "operational_space_inertia",
     "singular_to_working_precision",
-    # re-exported for ``from sodyn.algorithms import operational_space as osm`` users
-    "FrameTask",
-    "PointTask",
-    "compliance_from_sweeps",
-    "minv_jt_from_sweeps",
-    "resolve_tasks",
-    "stacked_task_jacobian",
-    "task_jacobian",
-    "task_jdot_v",
-    "task_sweeps",
-    "tasks_share_their_body",
 ]

@@ -85,10 +85,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from sodyn import spatial
-from sodyn.algorithms import operational_space as osm
 from sodyn.algorithms.common import check_vector
 from sodyn.algorithms.frame_jacobians import frame_jacobians
 from sodyn.algorithms.inverse_mass_matrix import inverse_mass_matrix_times
+from sodyn.algorithms.operational_space_sweeps import compliance_from_sweeps, task_sweeps
+from sodyn.algorithms.tasks import FrameTask, resolve_tasks, tasks_share_their_body
 from sodyn.configuration import integrate
 from sodyn.model import Model
 from sodyn.runtime.precision import full_precision
@@ -195,8 +196,8 @@ def _task_bodies(model: Model, contact: CompliantContact) -> tuple[tuple[int, ..
     return bodies, sides, np.vectorize(lambda b: lookup.get(int(b), -1), otypes=[np.int64])(sides)
 
 
-def _body_tasks(model: Model, bodies) -> list[osm.FrameTask]:
-    return [osm.FrameTask(model.frame_names.index(model.body_names[k]), "local") for k in bodies]
+def _body_tasks(model: Model, bodies) -> list[FrameTask]:
+    return [FrameTask(model.frame_names.index(model.body_names[k]), "local") for k in bodies]
 
 
 class _Slots(NamedTuple):
@@ -253,10 +254,10 @@ def delassus_matrix(model: Model, contact: CompliantContact, q) -> jax.Array:
     by the Ω recursions (module docstring), whether or not they touch."""
     q = check_vector(model, q, model.nq, "q")
     bodies, sides, index = _task_bodies(model, contact)
-    tasks = osm.resolve_tasks(model, _body_tasks(model, bodies))
-    sw = osm.task_sweeps(model, q, tasks, with_psi=not osm.tasks_share_their_body(model, tasks))
+    tasks = resolve_tasks(model, _body_tasks(model, bodies))
+    sw = task_sweeps(model, q, tasks, with_psi=not tasks_share_their_body(model, tasks))
     a = _spread(_slots(model, contact, sides, q, []).maps, index, len(bodies))
-    return _symmetric(a @ osm.compliance_from_sweeps(model, tasks, sw) @ a.T)
+    return _symmetric(a @ compliance_from_sweeps(model, tasks, sw) @ a.T)
 
 
 @full_precision
@@ -338,9 +339,9 @@ def solve_rigid_contact(model: Model, contact: RigidContact, q, v, v_free, dt) -
     dtype = q.dtype
     dt = jnp.asarray(dt, dtype)
     bodies, sides, index = _task_bodies(model, contact.contact)
-    tasks = osm.resolve_tasks(model, _body_tasks(model, bodies))
-    sw = osm.task_sweeps(model, q, tasks, with_psi=not osm.tasks_share_their_body(model, tasks))
-    comp = osm.compliance_from_sweeps(model, tasks, sw)                     # Λ⁻¹ of the body frames
+    tasks = resolve_tasks(model, _body_tasks(model, bodies))
+    sw = task_sweeps(model, q, tasks, with_psi=not tasks_share_their_body(model, tasks))
+    comp = compliance_from_sweeps(model, tasks, sw)                     # Λ⁻¹ of the body frames
     sl = _slots(model, contact.contact, sides, q, [v, v_free])
     u0, u_free = sl.velocities                                               # J v, J v_free per slot
     a = _spread(sl.maps, index, len(bodies))
